@@ -1,0 +1,179 @@
+"""Canonical msgpack encoding of journal entries.
+
+An entry is one msgpack map ``{"data", "kind", "run", "seq", "task", "ts", "v"}`` stored as the
+exact bytes that are hashed. Canonical means: every map key is a ``str`` and keys are sorted by
+their UTF-8 bytes; integers take their smallest msgpack form; floats are float64 and finite;
+strings are ``str`` (valid UTF-8), binary data is ``bin``; no extension types. ``decode`` re-encodes
+what it parsed and refuses bytes that differ, so one value has exactly one byte string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from ledger.errors import CodecError
+
+FORMAT_VERSION = 1
+ENVELOPE_KEYS = frozenset({"v", "seq", "ts", "run", "task", "kind", "data"})
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+MAX_DEPTH = 64
+
+
+def _canon(value: Any, depth: int) -> Any:
+    """Return ``value`` with maps key-sorted; raise CodecError on any non-canonical type."""
+    if depth > MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool | str | bytes):
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise CodecError(f"integer {value} outside the msgpack range")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CodecError("NaN and infinite floats are not allowed in entries")
+        return value
+    if isinstance(value, list | tuple):
+        return [_canon(item, depth + 1) for item in value]
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise CodecError(f"map key {key!r} is not a string")
+        ordered = sorted(value, key=lambda k: k.encode("utf-8"))
+        return {key: _canon(value[key], depth + 1) for key in ordered}
+    raise CodecError(f"type {type(value).__name__} cannot be stored in an entry")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Encode any storable value canonically (used for entries and for hashed sub-objects)."""
+    try:
+        return msgpack.packb(_canon(value, 0), use_bin_type=True, use_single_float=False)  # type: ignore[no-any-return]
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise CodecError(f"cannot encode value: {exc}") from exc
+
+
+def _reject_ext(code: int, data: bytes) -> Any:
+    raise CodecError(f"extension type {code} is not allowed in entries")
+
+
+def unpack_canonical(raw: bytes) -> Any:
+    """Decode bytes that must be the canonical encoding of their own value."""
+    if not isinstance(raw, bytes | bytearray | memoryview):
+        raise CodecError("entry bytes must be bytes")
+    raw = bytes(raw)
+    try:
+        value = msgpack.unpackb(
+            raw, raw=False, strict_map_key=True, use_list=True, ext_hook=_reject_ext, timestamp=0
+        )
+    except CodecError:
+        raise
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise CodecError(f"not valid msgpack: {exc}") from exc
+    if isinstance(value, msgpack.Timestamp):
+        raise CodecError("timestamp extension is not allowed in entries")
+    if canonical_bytes(value) != raw:
+        raise CodecError("bytes are not the canonical encoding of their value")
+    return value
+
+
+def leaf_hash(raw: bytes) -> bytes:
+    """RFC 6962 leaf hash of stored entry bytes."""
+    return hashlib.sha256(b"\x00" + raw).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One decoded journal entry together with the exact bytes that were hashed."""
+
+    seq: int
+    ts: int
+    run: str | None
+    task: str | None
+    kind: str
+    data: dict[str, Any]
+    raw: bytes
+
+    @property
+    def leaf_hash(self) -> bytes:
+        return leaf_hash(self.raw)
+
+    def as_json(self, *, raw: bool = False) -> dict[str, Any]:
+        """A JSON-ready view (bytes inside ``data`` become ``{"$bytes": base64}``)."""
+        import base64
+
+        out: dict[str, Any] = {
+            "seq": self.seq,
+            "ts": self.ts,
+            "run": self.run,
+            "task": self.task,
+            "kind": self.kind,
+            "data": jsonable(self.data),
+            "leaf_hash": self.leaf_hash.hex(),
+        }
+        if raw:
+            out["bytes"] = base64.b64encode(self.raw).decode("ascii")
+        return out
+
+
+def jsonable(value: Any) -> Any:
+    """Turn an entry value into something ``json.dumps`` accepts (bytes as base64 objects)."""
+    import base64
+
+    if isinstance(value, bytes):
+        return {"$bytes": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _check_envelope(obj: Any) -> None:
+    if not isinstance(obj, dict):
+        raise CodecError("an entry must be a msgpack map")
+    keys = set(obj)
+    if keys != ENVELOPE_KEYS:
+        missing = sorted(ENVELOPE_KEYS - keys)
+        extra = sorted(str(k) for k in keys - ENVELOPE_KEYS)
+        raise CodecError(f"entry fields wrong: missing={missing} extra={extra}")
+    if obj["v"] != FORMAT_VERSION or isinstance(obj["v"], bool):
+        raise CodecError(f"unknown entry format version {obj['v']!r}")
+    if not isinstance(obj["seq"], int) or isinstance(obj["seq"], bool) or obj["seq"] < 0:
+        raise CodecError("entry seq must be a non-negative integer")
+    if not isinstance(obj["ts"], int) or isinstance(obj["ts"], bool):
+        raise CodecError("entry ts must be an integer (unix nanoseconds)")
+    for field in ("run", "task"):
+        if obj[field] is not None and not isinstance(obj[field], str):
+            raise CodecError(f"entry {field} must be a string or nil")
+    if not isinstance(obj["kind"], str) or not obj["kind"]:
+        raise CodecError("entry kind must be a non-empty string")
+    if not isinstance(obj["data"], dict):
+        raise CodecError("entry data must be a map")
+
+
+def encode_entry(
+    *, seq: int, ts: int, kind: str, data: Mapping[str, Any], run: str | None = None,
+    task: str | None = None,
+) -> Entry:
+    """Build the canonical bytes of an entry and return it decoded alongside them."""
+    obj = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "run": run, "task": task, "kind": kind,
+           "data": dict(data)}
+    _check_envelope(obj)
+    raw = canonical_bytes(obj)
+    canon = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+    return Entry(seq=seq, ts=ts, run=run, task=task, kind=kind, data=canon["data"], raw=raw)
+
+
+def decode_entry(raw: bytes) -> Entry:
+    """Decode stored entry bytes, refusing anything that is not canonical."""
+    obj = unpack_canonical(raw)
+    _check_envelope(obj)
+    return Entry(seq=obj["seq"], ts=obj["ts"], run=obj["run"], task=obj["task"], kind=obj["kind"],
+                 data=obj["data"], raw=bytes(raw))
