@@ -1,0 +1,1 @@
+"""Golden tasks: the format, the loader, the packaged tiers and their validation."""
