@@ -1,0 +1,134 @@
+"""The contracts between the parts of a run: agents, the bounded process runner, the executor.
+
+    spec string --resolve_agent()--> Agent --invocation(ctx)--> Invocation (argv, env, parser)
+    Invocation --run_agent_process()--> ProcessOutcome (exit, signal, wall time, bounded output,
+                                        orphans, trace events, parsed transcript events, usage)
+    Executor: submit(AttemptPlan) -> streams AttemptEvent (entries to append, phase updates)
+
+Everything here is plain data; the modules that do the work import these types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+# One event destined for the journal: (kind, data). The recorder adds run, task and attempt.
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class AttemptContext:
+    """What an agent needs to know to start: never the ground truth."""
+
+    attempt_id: str
+    task_id: str
+    worktree: Path
+    prompt_file: Path
+    prompt: str
+    home: Path  # a private, empty config home for this attempt (HOME, CODEX_HOME, ...)
+    timeout_s: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Usage:
+    """Token and cost telemetry parsed from an agent's own output (None = not reported)."""
+
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None  # as reported by the agent itself
+    model: str | None = None
+
+
+class OutputParser(Protocol):
+    """Turns an agent's stdout, line by line, into activity events and usage."""
+
+    def feed_line(self, line: str) -> list[Event]: ...
+
+    def finish(self) -> Usage: ...
+
+
+@dataclass(frozen=True)
+class Invocation:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    parser_factory: Callable[[], OutputParser] | None = None
+    secrets: tuple[str, ...] = ()  # strings to redact from argv/env/output before journaling
+
+
+class Agent(Protocol):
+    name: str  # short name used in attempt ids and reports (e.g. "claude", "demo", "cmd-fake")
+    spec: str  # the spec string the user gave
+    kind: str  # "builtin" | "cli" | "cmd"
+
+    def available(self) -> tuple[bool, str]: ...  # (can run here, reason if not)
+
+    def version(self) -> str | None: ...
+
+    def invocation(self, ctx: AttemptContext) -> Invocation: ...
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    timed_out: bool
+    orphans: int  # processes of the attempt still alive after the agent exited; all were killed
+    stdout_text: str  # bounded head, decoded with errors="replace"
+    stdout_total: int
+    stderr_text: str
+    stderr_total: int
+    events: list[Event] = field(default_factory=list)  # trace + parsed transcript, in order
+    usage: Usage = field(default_factory=Usage)
+    trace: str = "none"  # "strace" | "none"
+    trace_reason: str = ""
+
+
+class CaptureFilter(Protocol):
+    """Applied to every captured text before it is journaled (redaction against the commitment)."""
+
+    def __call__(self, text: str) -> str: ...
+
+
+def no_filter(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class AttemptPlan:
+    """One task x agent x repeat x try, fully described, picklable, sent to a worker."""
+
+    run_id: str
+    attempt_id: str
+    task_root: str  # the task folder on the worker's file system
+    task_id: str
+    agent_spec: str
+    repeat: int
+    try_no: int
+    timeout_s: float
+    trace: str  # "auto" | "strace" | "none"
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttemptEvent:
+    """Streamed from a worker to the coordinator: an entry to append, or a phase update."""
+
+    attempt_id: str
+    task_id: str
+    kind: str  # entry kind, or "phase" for a progress update (not journaled)
+    data: dict[str, Any]
+
+
+class Executor(Protocol):
+    def submit(self, plan: AttemptPlan) -> None: ...
+
+    def events(self) -> Iterator[AttemptEvent]: ...  # until every submitted attempt finished
+
+    def cancel(self, attempt_id: str) -> None: ...
+
+    def close(self) -> None: ...
