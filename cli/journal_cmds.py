@@ -1,0 +1,258 @@
+"""Journal commands: append, log, checkpoint, keys, proof, verify, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.main import Ctx, emit_json, json_option, pass_ctx
+from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError
+from ledger.journal.journal import Journal
+from ledger.journal.keys import init_keys, load_keys, load_verifier, new_key_name
+from ledger.journal.note import Verifier
+
+
+def open_journal(ctx: Ctx, *, create: bool = False, readonly: bool = False) -> Journal:
+    return Journal.open(ctx.home.journal_path, create=create, readonly=readonly)
+
+
+def resolve_verifier(ctx: Ctx, vkey: str | None) -> Verifier | None:
+    """The verifier key from --vkey (a key string or a file holding one), else the ledger's own."""
+    if vkey:
+        p = Path(vkey)
+        text = p.read_text(encoding="utf-8").strip() if p.is_file() else vkey
+        return Verifier.from_vkey(text)
+    try:
+        return load_verifier(ctx.home.keys_dir)
+    except KeyMaterialError:
+        return None
+
+
+def _parse_json_object(text: str, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(obj, dict):
+        raise MalformedInput(f"{where}: expected a JSON object")
+    return obj
+
+
+@click.command()
+@click.argument("kind", required=False)
+@click.option("--run", "run_id", help="Run id to file the entry under.")
+@click.option("--task", "task_id", help="Task id to file the entry under.")
+@click.option("--data", "data_json", help="The entry's data, a JSON object.")
+@click.option("--batch", "batch_file", type=click.File("r"), help="JSON lines {kind, data, run?, task?}; '-' for stdin.")
+@json_option
+@pass_ctx
+def append(ctx: Ctx, kind: str | None, run_id: str | None, task_id: str | None,
+           data_json: str | None, batch_file: Any, as_json: bool) -> None:
+    """Append one entry (KIND --data JSON) or a batch (--batch FILE) to the journal."""
+    if batch_file is not None:
+        if kind or data_json:
+            raise UsageError("use either KIND --data JSON or --batch FILE, not both")
+        items = []
+        for lineno, line in enumerate(batch_file, 1):
+            if not line.strip():
+                continue
+            items.append(_parse_json_object(line, f"line {lineno}"))
+        if not items:
+            raise UsageError("the batch is empty")
+    else:
+        if not kind or data_json is None:
+            raise UsageError("give KIND and --data JSON (or --batch FILE)")
+        items = [{"kind": kind, "data": _parse_json_object(data_json, "--data"), "run": run_id,
+                  "task": task_id}]
+    with open_journal(ctx, create=True) as j:
+        entries = j.append_many(items)
+    if as_json:
+        for e in entries:
+            click.echo(json.dumps({"seq": e.seq, "leaf_hash": e.leaf_hash.hex()}))
+    else:
+        for e in entries:
+            click.echo(f"{e.seq} {e.leaf_hash.hex()}")
+
+
+@click.command()
+@click.option("--run", "run_id", help="Only this run (id or unique prefix).")
+@click.option("--task", "task_id", help="Only this task.")
+@click.option("--kind", help="Only this entry kind.")
+@click.option("--raw", is_flag=True, help="With --json: add the stored entry bytes (base64).")
+@json_option
+@pass_ctx
+def log(ctx: Ctx, run_id: str | None, task_id: str | None, kind: str | None, raw: bool,
+        as_json: bool) -> None:
+    """Print the raw events of the journal."""
+    with open_journal(ctx, readonly=True) as j:
+        run = j.resolve_run(run_id) if run_id else None
+        for e in j.entries(run=run, task=task_id, kind=kind):
+            if as_json:
+                click.echo(json.dumps(e.as_json(raw=raw), sort_keys=True, ensure_ascii=False))
+            else:
+                data = json.dumps(e.as_json()["data"], sort_keys=True, ensure_ascii=False)
+                if len(data) > 160:
+                    data = data[:157] + "..."
+                click.echo(f"{e.seq:>6} {e.kind:<16} {e.run or '-'} {e.task or '-'} {data}")
+
+
+@click.command()
+@json_option
+@pass_ctx
+def checkpoint(ctx: Ctx, as_json: bool) -> None:
+    """Print the signed checkpoint of the current tree head (signing a new one if it grew)."""
+    keys = load_keys(ctx.home.keys_dir)
+    with open_journal(ctx) as j:
+        note = j.checkpoint(keys)
+        size, root = j.head()
+    if as_json:
+        emit_json({"origin": keys.key_name, "size": size, "root": root.hex(), "note": note})
+    else:
+        click.echo(note, nl=False)
+
+
+@click.group()
+def keys() -> None:
+    """Key material: the master secret and the Ed25519 checkpoint key."""
+
+
+@keys.command("init")
+@click.option("--name", help="Key name, also the checkpoint origin (default eval-ledger/<random>).")
+@click.option("--force", is_flag=True, help="Replace existing keys (old checkpoints stop verifying with the new key).")
+@json_option
+@pass_ctx
+def keys_init(ctx: Ctx, name: str | None, force: bool, as_json: bool) -> None:
+    """Create the master secret and signing key under <ledger>/keys (mode 0600)."""
+    ring = init_keys(ctx.home.keys_dir, name=name or new_key_name(), force=force)
+    if as_json:
+        emit_json({"keys_dir": str(ctx.home.keys_dir), "name": ring.key_name, "vkey": ring.verifier.vkey})
+    else:
+        click.echo(f"created keys in {ctx.home.keys_dir}")
+        click.echo(f"verifier key: {ring.verifier.vkey}")
+
+
+@keys.command("show")
+@click.option("--public", "public", is_flag=True, help="Print only the verifier key line (C2SP vkey).")
+@json_option
+@pass_ctx
+def keys_show(ctx: Ctx, public: bool, as_json: bool) -> None:
+    """Show the key name and verifier key (never a secret)."""
+    verifier = load_verifier(ctx.home.keys_dir)
+    if public and not as_json:
+        click.echo(verifier.vkey)
+        return
+    info = {"name": verifier.name, "key_id": verifier.key_id_hex, "vkey": verifier.vkey,
+            "keys_dir": str(ctx.home.keys_dir)}
+    if as_json:
+        emit_json(info)
+    else:
+        for k, v in info.items():
+            click.echo(f"{k}: {v}")
+
+
+@click.group()
+def proof() -> None:
+    """RFC 6962 proofs from the journal, as JSON."""
+
+
+@proof.command("inclusion")
+@click.argument("seq", type=int)
+@click.option("--size", type=int, help="Tree size (default: current).")
+@json_option
+@pass_ctx
+def proof_inclusion(ctx: Ctx, seq: int, size: int | None, as_json: bool) -> None:
+    """Inclusion proof of entry SEQ in the tree of --size entries."""
+    with open_journal(ctx, readonly=True) as j:
+        p = j.inclusion_proof(seq, size)
+    emit_json(p.as_json())
+
+
+@proof.command("consistency")
+@click.argument("old", type=int)
+@click.argument("new", type=int, required=False)
+@json_option
+@pass_ctx
+def proof_consistency(ctx: Ctx, old: int, new: int | None, as_json: bool) -> None:
+    """Consistency proof between tree sizes OLD and NEW (default: current)."""
+    with open_journal(ctx, readonly=True) as j:
+        p = j.consistency_proof(old, new)
+    emit_json(p.as_json())
+
+
+def _read_file(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise NotFound(f"cannot read {what} {path}: {exc.strerror}") from exc
+
+
+@click.command()
+@click.argument("target", required=False, metavar="[HASH]")
+@click.option("--since", "since_file", help="An older checkpoint file: prove the journal extends it.")
+@click.option("--bundle", "bundle_file", help="Verify an exported bundle instead of the journal.")
+@click.option("--vkey", help="Verifier key (string or file). Default: <ledger>/keys/signing.vkey.")
+@click.option("--deep", is_flag=True, help="Also re-check the canonical encoding of every entry.")
+@json_option
+@pass_ctx
+def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: str | None,
+           vkey: str | None, deep: bool, as_json: bool) -> None:
+    """Audit offline: the whole journal, a bundle, or one run/entry/checkpoint/attestation (HASH).
+
+    Never writes anything. Exit 0 when every check holds, 1 when one fails (named, with the
+    first bad seq), 2 for unusable input.
+    """
+    from ledger.journal.targets import verify_target
+
+    verifier = resolve_verifier(ctx, vkey)
+    since = _read_file(since_file, "checkpoint").decode("utf-8", "replace") if since_file else None
+    if bundle_file:
+        if verifier is None:
+            raise KeyMaterialError("--bundle needs --vkey (the publisher's verifier key)")
+        from ledger.journal.bundle import load_bundle_bytes
+        bundle = load_bundle_bytes(_read_file(bundle_file, "bundle"))
+        report = verify_target(None, target=target, bundle=bundle, verifier=verifier, since=since,
+                               deep=deep, keys_dir=ctx.home.keys_dir)
+    else:
+        with open_journal(ctx, readonly=True) as j:
+            report = verify_target(j, target=target, bundle=None, verifier=verifier, since=since,
+                                   deep=deep, keys_dir=ctx.home.keys_dir)
+    if as_json:
+        emit_json({"ok": True, **report})
+    else:
+        for line in report.get("lines", []):
+            click.echo(line)
+        click.echo("OK: " + report["summary"])
+
+
+@click.command()
+@click.argument("run_arg", required=False, metavar="[RUN]")
+@click.option("--run", "run_opt", help="Run id or prefix (default: the whole log).")
+@click.option("--out", "-o", "out", required=True, help="Bundle file to write.")
+@json_option
+@pass_ctx
+def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, as_json: bool) -> None:
+    """Write a self-contained evidence bundle that verifies elsewhere with the public key alone."""
+    from ledger.journal.bundle import export_bundle
+
+    keys_ring = load_keys(ctx.home.keys_dir)
+    with open_journal(ctx) as j:
+        prefix = run_arg or run_opt
+        run = j.resolve_run(prefix) if prefix else None
+        bundle = export_bundle(j, keys_ring, run=run)
+    Path(out).write_text(json.dumps(bundle, sort_keys=True) + "\n", encoding="utf-8")
+    info = {"out": out, "run": bundle["run"], "entries": len(bundle["entries"]),
+            "tree_size": bundle["tree_size"], "root": bundle["root"], "vkey": keys_ring.verifier.vkey}
+    if as_json:
+        emit_json(info)
+    else:
+        click.echo(f"wrote {out}: {info['entries']} entries, tree size {info['tree_size']}")
+        click.echo(f"verify elsewhere with: ledger verify --bundle {out} --vkey '{info['vkey']}'")
+
+
+def register(group: click.Group) -> None:
+    for cmd in (append, log, checkpoint, keys, proof, verify, export):
+        group.add_command(cmd)
+

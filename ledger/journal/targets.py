@@ -1,0 +1,150 @@
+"""``ledger verify [HASH]``: what a hash names, and the checks that apply to it.
+
+HASH may be a run id (or unique prefix), an entry's leaf hash, a checkpoint root, or an
+attestation hash. The whole journal (or bundle) is always verified first: every narrower claim
+rests on it. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import NotFound, UsageError
+from ledger.journal import merkle
+from ledger.journal.bundle import VerifiedBundle, verify_bundle
+from ledger.journal.codec import Entry
+from ledger.journal.journal import Journal
+from ledger.journal.note import Verifier, open_checkpoint
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[str, Any] | None,
+                  verifier: Verifier | None, since: str | None, deep: bool,
+                  keys_dir: Path | None) -> dict[str, Any]:
+    lines: list[str] = []
+    if bundle is not None:
+        assert verifier is not None
+        vb = verify_bundle(bundle, verifier)
+        lines.append(f"bundle: checkpoint signature ok, {len(vb.entries)} entries "
+                     f"({vb.first_seq}..{vb.last_seq}) included in tree of size {vb.tree_size}")
+        report: dict[str, Any] = {"level": "public-key", "tree_size": vb.tree_size,
+                                  "root": vb.root.hex(), "entries": len(vb.entries)}
+        if target is None:
+            report["summary"] = f"bundle verified ({len(vb.entries)} entries, tree size {vb.tree_size})"
+        else:
+            report.update(_bundle_target(vb, target, verifier, lines))
+        report["lines"] = lines
+        return report
+
+    assert journal is not None
+    summary = journal.verify(since=since, verifier=verifier, deep=deep)
+    lines.append(f"journal: {summary['entries']} entries, {summary['nodes']} nodes, "
+                 f"{summary['heads']} heads recomputed from stored bytes")
+    if summary["checkpoints"] or summary["external_checkpoints"]:
+        lines.append(f"checkpoints: {summary['checkpoints']} in the database, "
+                     f"{summary['external_checkpoints']} in the checkpoint folder: signatures and roots ok")
+    else:
+        lines.append("checkpoints: none yet (run `ledger checkpoint`); truncation cannot be detected")
+    if summary.get("since"):
+        lines.append(f"consistency: the journal extends the given checkpoint of size {summary['since']['size']}")
+    report = {"level": "journal", **summary}
+    if target is None:
+        report["summary"] = f"journal verified (size {summary['size']}, root {summary['root'][:16]}...)"
+        report["lines"] = lines
+        return report
+    report.update(_journal_target(journal, target, verifier, keys_dir, lines))
+    report["lines"] = lines
+    return report
+
+
+def _journal_target(journal: Journal, target: str, verifier: Verifier | None,
+                    keys_dir: Path | None, lines: list[str]) -> dict[str, Any]:
+    if _HEX64.fullmatch(target):
+        raw = bytes.fromhex(target)
+        seq = journal.find_leaf(raw)
+        if seq is not None:
+            entry = journal.entry(seq)
+            return _entry_checks(journal, entry, verifier, keys_dir, lines)
+        for e in journal.entries(kind="attestation"):
+            if str(e.data.get("hash", "")).lower() == target.lower():
+                return _entry_checks(journal, e, verifier, keys_dir, lines)
+        for size, note in journal.store.checkpoints():
+            if verifier is None:
+                break
+            cp = open_checkpoint(note, verifier)
+            if cp.root == raw:
+                lines.append(f"checkpoint: size {size}, signature ok, root matches the journal")
+                return {"target": {"type": "checkpoint", "size": size, "root": target.lower()},
+                        "summary": f"checkpoint of size {size} verified"}
+        raise NotFound(f"no entry, attestation or checkpoint has hash {target}")
+    run = journal.resolve_run(target)
+    entries = list(journal.entries(run=run))
+    kinds = {e.kind for e in entries}
+    lines.append(f"run {run}: {len(entries)} entries, seq {entries[0].seq}..{entries[-1].seq}")
+    attest_reports = []
+    for e in entries:
+        if e.kind == "attestation":
+            attest_reports.append(_attestation_checks(journal, e, verifier, keys_dir, lines))
+    state = "finished" if "run.finished" in kinds else "unfinished"
+    return {"target": {"type": "run", "run": run, "entries": len(entries), "state": state,
+                       "attestations": attest_reports},
+            "summary": f"run {run} verified ({len(entries)} entries, {state}, "
+                       f"{len(attest_reports)} attestations)"}
+
+
+def _entry_checks(journal: Journal, entry: Entry, verifier: Verifier | None,
+                  keys_dir: Path | None, lines: list[str]) -> dict[str, Any]:
+    size = journal.size
+    proof = journal.inclusion_proof(entry.seq, size)
+    merkle.verify_inclusion(entry.seq, size, entry.leaf_hash, list(proof.hashes), proof.root)
+    lines.append(f"entry {entry.seq} ({entry.kind}): leaf hash and inclusion proof in tree of size {size} ok")
+    out: dict[str, Any] = {"target": {"type": "entry", "seq": entry.seq, "kind": entry.kind,
+                                      "leaf_hash": entry.leaf_hash.hex()},
+                           "summary": f"entry {entry.seq} verified"}
+    if entry.kind == "attestation":
+        out["target"]["attestation"] = _attestation_checks(journal, entry, verifier, keys_dir, lines)
+        out["summary"] = f"attestation at seq {entry.seq} verified ({out['target']['attestation'].get('verdict')})"
+    return out
+
+
+def _attestation_checks(journal: Journal | None, entry: Entry, verifier: Verifier | None,
+                        keys_dir: Path | None, lines: list[str],
+                        bundle: VerifiedBundle | None = None) -> dict[str, Any]:
+    try:
+        from attest.cli_support import verify_attestation_entry
+    except ImportError as exc:  # the attestation package is not built in this checkout
+        raise UsageError("attestation verification is not available in this build") from exc
+    return verify_attestation_entry(journal, entry, verifier=verifier, keys_dir=keys_dir, lines=lines,
+                                    bundle=bundle)
+
+
+def _bundle_target(vb: VerifiedBundle, target: str, verifier: Verifier,
+                   lines: list[str]) -> dict[str, Any]:
+    if _HEX64.fullmatch(target):
+        e = vb.find(target)
+        if e is None:
+            for cand in vb.entries:
+                if cand.kind == "attestation" and str(cand.data.get("hash", "")).lower() == target.lower():
+                    e = cand
+                    break
+        if e is None:
+            raise NotFound(f"the bundle holds no entry or attestation with hash {target}")
+        lines.append(f"entry {e.seq} ({e.kind}): included in the signed tree")
+        out: dict[str, Any] = {"target": {"type": "entry", "seq": e.seq, "kind": e.kind},
+                               "summary": f"entry {e.seq} verified from the bundle"}
+        if e.kind == "attestation":
+            att = _attestation_checks(None, e, verifier, None, lines, bundle=vb)
+            out["target"]["attestation"] = att
+            out["summary"] = f"attestation at seq {e.seq} verified ({att.get('verdict')})"
+        return out
+    runs = {e.run for e in vb.entries if e.run and e.run.startswith(target)}
+    if len(runs) != 1:
+        raise NotFound(f"{target!r} names {'no' if not runs else 'more than one'} run in the bundle")
+    run = runs.pop()
+    atts = [_attestation_checks(None, e, verifier, None, lines, bundle=vb)
+            for e in vb.entries if e.run == run and e.kind == "attestation"]
+    return {"target": {"type": "run", "run": run, "attestations": atts},
+            "summary": f"run {run} verified from the bundle ({len(atts)} attestations)"}

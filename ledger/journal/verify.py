@@ -1,0 +1,208 @@
+"""Full verification of a journal database, from the stored bytes up.
+
+Order of checks (the first failure raises, naming the check and the first bad seq):
+
+1. ``entry-seq``      rows are numbered 0..n-1 with no gap
+2. ``leaf-hash``      every stored leaf hash equals SHA-256(0x00 || stored bytes)
+3. ``entry-envelope`` the bytes are an entry of this version whose seq/run/task/kind match the row
+4. ``node-hash`` / ``node-missing`` / ``node-extra``   every stored subtree hash is recomputed
+5. ``head-root`` / ``head-beyond-log`` / ``head-missing``  every recorded tree head is recomputed
+6. ``checkpoint-signature`` / ``checkpoint-root`` / ``checkpoint-ahead``  every checkpoint in the
+   database and in the external checkpoint folder
+7. ``consistency``    with ``since``: the current tree extends the given checkpoint's tree
+
+Integrity rests on the hashes of the stored bytes. The canonical form is enforced on append, so
+step 3 parses each entry with the C msgpack decoder but does not re-encode it; ``deep=True`` adds
+the full canonical re-encoding check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from ledger.errors import KeyMaterialError, MalformedInput, VerificationError
+from ledger.journal import merkle
+from ledger.journal.codec import FORMAT_VERSION, decode_entry
+from ledger.journal.store import Store
+
+_sha256 = hashlib.sha256
+
+
+def _levels_from_leaves(leaves: bytearray, n: int) -> list[bytearray]:
+    """All complete-subtree hashes, level by level, each level a packed bytearray."""
+    levels = [leaves]
+    cur = leaves
+    count = n
+    while count >= 2:
+        nxt = bytearray()
+        pairs = count // 2
+        mv = memoryview(cur)
+        for i in range(pairs):
+            nxt += _sha256(b"\x01" + mv[64 * i:64 * i + 64]).digest()
+        levels.append(nxt)
+        cur = nxt
+        count = pairs
+    return levels
+
+
+def _node(levels: list[bytearray], level: int, idx: int) -> bytes:
+    return bytes(levels[level][32 * idx:32 * idx + 32])
+
+
+def _root_from_levels(levels: list[bytearray], size: int) -> bytes:
+    if size == 0:
+        return merkle.EMPTY_ROOT
+    return merkle.root(size, lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
+
+
+def verify_store(store: Store, *, verifier: Any = None, since: str | None = None,
+                 external_dir: Path | None = None, deep: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Verify every stored byte of the journal; return what was checked or raise."""
+    heads = store.all_heads()
+    total = store.entry_count()
+    leaves = bytearray()
+    expected = 0
+    unpack = msgpack.unpackb
+    for seq, leaf, body, run, task, kind in store.raw_rows():
+        if seq != expected:
+            raise VerificationError("entry-seq", "sequence numbers have a gap or are out of order",
+                                    seq=expected, computed=str(seq))
+        body = bytes(body)
+        computed = _sha256(b"\x00" + body).digest()
+        if computed != leaf:
+            raise VerificationError("leaf-hash", "stored leaf hash does not match the entry bytes",
+                                    seq=seq, expected=bytes(leaf).hex(), computed=computed.hex())
+        try:
+            if deep:
+                obj = decode_entry(body)
+                fields = (obj.seq, obj.run, obj.task, obj.kind, FORMAT_VERSION)
+            else:
+                d = unpack(body, raw=False)
+                fields = (d["seq"], d["run"], d["task"], d["kind"], d["v"])
+        except Exception as exc:
+            raise VerificationError("entry-envelope", f"entry bytes do not decode: {exc}",
+                                    seq=seq) from exc
+        if fields != (seq, run, task, kind, FORMAT_VERSION):
+            raise VerificationError("entry-envelope",
+                                    "entry bytes disagree with their row (seq/run/task/kind/v)",
+                                    seq=seq, expected=str((seq, run, task, kind, FORMAT_VERSION)),
+                                    computed=str(fields))
+        leaves += computed
+        expected += 1
+        if progress is not None and expected % 100_000 == 0:
+            progress(expected, total)
+    n = expected
+
+    levels = _levels_from_leaves(leaves, n)
+    node_count = 0
+    want_level, want_idx = 1, 0
+    for level, idx, h in store.all_nodes():
+        # walk expected positions in (level, idx) order to spot missing and extra nodes
+        while want_level < len(levels) and want_idx >= len(levels[want_level]) // 32:
+            want_level, want_idx = want_level + 1, 0
+        if (level, idx) != (want_level, want_idx):
+            if level >= len(levels) or idx >= len(levels[level]) // 32 or (level, idx) < (want_level, want_idx):
+                raise VerificationError("node-extra", f"stored node ({level},{idx}) covers leaves the log does not have",
+                                        seq=min(idx << level, n))
+            raise VerificationError("node-missing", f"tree node ({want_level},{want_idx}) is missing",
+                                    seq=want_idx << want_level)
+        computed_node = _node(levels, level, idx)
+        if bytes(h) != computed_node:
+            raise VerificationError("node-hash", f"stored node ({level},{idx}) does not match its leaves",
+                                    seq=idx << level, expected=bytes(h).hex(), computed=computed_node.hex())
+        node_count += 1
+        want_idx += 1
+    while want_level < len(levels) and want_idx >= len(levels[want_level]) // 32:
+        want_level, want_idx = want_level + 1, 0
+    if want_level < len(levels):
+        raise VerificationError("node-missing", f"tree node ({want_level},{want_idx}) is missing",
+                                seq=want_idx << want_level)
+
+    prev = 0
+    for size, root in heads:
+        if size > n:
+            raise VerificationError("head-beyond-log",
+                                    f"a recorded tree head has size {size} but the log holds {n} entries "
+                                    "(entries were removed)", seq=n)
+        computed_root = _root_from_levels(levels, size)
+        if computed_root != root:
+            raise VerificationError("head-root", f"recorded head at size {size} does not match the log",
+                                    seq=size - 1, expected=root.hex(), computed=computed_root.hex())
+        prev = size
+    if prev != n:
+        raise VerificationError("head-missing", f"entries after size {prev} have no recorded tree head",
+                                seq=prev)
+    current_root = _root_from_levels(levels, n)
+    summary: dict[str, Any] = {"size": n, "root": current_root.hex(), "entries": n,
+                               "nodes": node_count, "heads": len(heads), "checkpoints": 0,
+                               "external_checkpoints": 0, "since": None, "deep": deep}
+
+    stored_cps = store.checkpoints()
+    external: list[tuple[str, str]] = []
+    if external_dir is not None and external_dir.is_dir():
+        for path in sorted(external_dir.glob("*.note")):
+            external.append((str(path), path.read_text(encoding="utf-8", errors="replace")))
+    if (stored_cps or external or since) and verifier is None:
+        raise KeyMaterialError("checkpoints need the verifier key to check: "
+                               "pass --vkey or run `ledger keys init` (verify never creates keys)")
+    from ledger.journal.note import open_checkpoint
+
+    def check_cp(note: str, where: str) -> int:
+        try:
+            cp = open_checkpoint(note, verifier)
+        except VerificationError as exc:
+            raise VerificationError("checkpoint-signature", f"{where}: {exc}") from exc
+        except MalformedInput as exc:
+            raise VerificationError("checkpoint-signature", f"{where}: malformed checkpoint: {exc}") from exc
+        if cp.size > n:
+            raise VerificationError("checkpoint-ahead",
+                                    f"{where} covers {cp.size} entries but the log holds {n}: "
+                                    "the journal was truncated or rolled back", seq=n)
+        computed_cp_root = _root_from_levels(levels, cp.size)
+        if computed_cp_root != cp.root:
+            raise VerificationError("checkpoint-root", f"{where}: signed root does not match the log at size {cp.size}",
+                                    seq=max(cp.size - 1, 0), expected=cp.root.hex(), computed=computed_cp_root.hex())
+        return int(cp.size)
+
+    latest_db = -1
+    for size, note in stored_cps:
+        got = check_cp(note, f"checkpoint {size} in the database")
+        if got != size:
+            raise VerificationError("checkpoint-signature", f"checkpoint row {size} holds a note for size {got}")
+        latest_db = max(latest_db, size)
+    summary["checkpoints"] = len(stored_cps)
+    latest_ext = -1
+    for path, note in external:
+        latest_ext = max(latest_ext, check_cp(note, f"checkpoint file {path}"))
+    summary["external_checkpoints"] = len(external)
+    if latest_ext > latest_db:
+        raise VerificationError("checkpoint-missing",
+                                f"the checkpoint folder holds a checkpoint of size {latest_ext} that the database lacks "
+                                f"(latest in the database: {latest_db})", seq=latest_ext)
+    if stored_cps:
+        summary["checkpoint_size"] = stored_cps[-1][0]
+
+    if since is not None:
+        try:
+            cp = open_checkpoint(since, verifier)
+        except MalformedInput as exc:
+            raise MalformedInput(f"--since: {exc}") from exc
+        except VerificationError as exc:
+            raise VerificationError("checkpoint-signature", f"--since checkpoint: {exc}") from exc
+        if cp.size > n:
+            raise VerificationError("consistency", f"the given checkpoint covers {cp.size} entries but the log "
+                                    f"holds {n}: the journal was truncated or rolled back", seq=n)
+        proof = merkle.consistency_proof(cp.size, n, lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
+        try:
+            merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
+        except VerificationError as exc:
+            raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
+                                    seq=max(cp.size - 1, 0)) from exc
+        summary["since"] = {"size": cp.size, "root": cp.root.hex()}
+    return summary
