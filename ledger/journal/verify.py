@@ -198,11 +198,13 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         if cp.size > n:
             raise VerificationError("consistency", f"the given checkpoint covers {cp.size} entries but the log "
                                     f"holds {n}: the journal was truncated or rolled back", seq=n)
-        proof = merkle.consistency_proof(cp.size, n, lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
-        try:
-            merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
-        except VerificationError as exc:
-            raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
-                                    seq=max(cp.size - 1, 0)) from exc
+        if cp.size > 0:  # every tree extends the empty one; RFC 9162 has no proof from size 0
+            proof = merkle.consistency_proof(cp.size, n,
+                                             lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
+            try:
+                merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
+            except VerificationError as exc:
+                raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
+                                        seq=max(cp.size - 1, 0)) from exc
         summary["since"] = {"size": cp.size, "root": cp.root.hex()}
     return summary
