@@ -115,7 +115,13 @@ class Store:
                 raise JournalFormatError(f"{p} is a directory, not a journal file")
         try:
             if readonly and not memory:
-                conn = sqlite3.connect(f"file:{Path(spath).resolve()}?mode=ro", uri=True,
+                # A read-only reader must not leave files behind. With no -wal file every committed
+                # transaction is in the main file, and immutable=1 reads it without creating the
+                # -shm/-wal pair; with a -wal present (a writer is active, or crashed) read through it.
+                resolved = Path(spath).resolve()
+                wal = resolved.with_name(resolved.name + "-wal")
+                flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+                conn = sqlite3.connect(f"file:{resolved}?{flags}", uri=True,
                                        isolation_level=None, check_same_thread=False)
             else:
                 conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
