@@ -143,7 +143,7 @@ def _check_envelope(obj: Any) -> None:
         missing = sorted(ENVELOPE_KEYS - keys)
         extra = sorted(str(k) for k in keys - ENVELOPE_KEYS)
         raise CodecError(f"entry fields wrong: missing={missing} extra={extra}")
-    if obj["v"] != FORMAT_VERSION or isinstance(obj["v"], bool):
+    if type(obj["v"]) is not int or obj["v"] != FORMAT_VERSION:
         raise CodecError(f"unknown entry format version {obj['v']!r}")
     if not isinstance(obj["seq"], int) or isinstance(obj["seq"], bool) or obj["seq"] < 0:
         raise CodecError("entry seq must be a non-negative integer")

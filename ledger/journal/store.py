@@ -97,6 +97,7 @@ class Store:
         self.readonly = readonly
         self._frontier_size = -1
         self._frontier: dict[merkle.Key, bytes] = {}
+        self._create = False
 
     # ------------------------------------------------------------------ opening
 
@@ -129,6 +130,7 @@ class Store:
         except sqlite3.Error as exc:
             raise JournalFormatError(f"cannot open journal {spath}: {exc}") from exc
         store = cls(conn, spath, readonly)
+        store._create = create or memory
         try:
             store._init_or_check(synchronous)
         except sqlite3.DatabaseError as exc:
@@ -143,7 +145,7 @@ class Store:
         c = self._conn
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
-            if self.readonly:
+            if self.readonly or not self._create:
                 raise JournalFormatError(f"{self.path} is empty, not a journal")
             c.execute("PRAGMA journal_mode = WAL")
             c.execute(f"PRAGMA synchronous = {synchronous}")
@@ -300,20 +302,33 @@ class Store:
                 return
             yield from chunk
 
-    def raw_rows(self, batch: int = 20000) -> Iterator[tuple[int, bytes, bytes, str | None, str | None, str]]:
-        """Every entry row as stored: (seq, leaf, body, run, task, kind), for verification."""
-        cur = self._conn.execute("SELECT seq, leaf, body, run, task, kind FROM entries ORDER BY seq")
+    def raw_rows(self, batch: int = 20000) -> Iterator[tuple[Any, ...]]:
+        """Every entry row as stored, for verification.
+
+        Yields (seq, leaf, body, run, task, kind, types) where every column is read as a BLOB (so
+        a tampered column of another SQLite type cannot crash the reader) and ``types`` is the
+        comma-joined SQLite type names of leaf, body, run, task, kind as they are stored.
+        """
+        cur = self._conn.execute(
+            "SELECT seq, CAST(leaf AS BLOB), CAST(body AS BLOB), CAST(run AS BLOB), "
+            "CAST(task AS BLOB), CAST(kind AS BLOB), "
+            "typeof(leaf) || ',' || typeof(body) || ',' || typeof(run) || ',' || typeof(task) "
+            "|| ',' || typeof(kind) FROM entries ORDER BY seq")
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:
                 return
             yield from chunk
 
-    def all_nodes(self) -> Iterator[tuple[int, int, bytes]]:
-        yield from self._conn.execute("SELECT level, idx, hash FROM nodes ORDER BY level, idx")
+    def all_nodes(self) -> Iterator[tuple[int, int, bytes, str]]:
+        """(level, idx, hash as BLOB, SQLite type of the stored hash) in (level, idx) order."""
+        yield from self._conn.execute(
+            "SELECT level, idx, CAST(hash AS BLOB), typeof(hash) FROM nodes ORDER BY level, idx")
 
-    def all_heads(self) -> list[tuple[int, bytes]]:
-        return [(int(s), bytes(r)) for s, r in self._conn.execute("SELECT size, root FROM heads ORDER BY size")]
+    def all_heads(self) -> list[tuple[int, bytes, str]]:
+        """(size, root as BLOB, SQLite type of the stored root) in size order."""
+        return [(s, bytes(r) if r is not None else b"", t) for s, r, t in self._conn.execute(
+            "SELECT size, CAST(root AS BLOB), typeof(root) FROM heads ORDER BY size")]
 
     def checkpoints(self) -> list[tuple[int, str]]:
         return [(int(s), str(n)) for s, n in self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size")]

@@ -31,6 +31,7 @@ from ledger.journal.codec import FORMAT_VERSION, decode_entry
 from ledger.journal.store import Store
 
 _sha256 = hashlib.sha256
+_ROW_BLOBS = "blob,blob,"
 
 
 def _levels_from_leaves(leaves: bytearray, n: int) -> list[bytearray]:
@@ -69,24 +70,31 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     leaves = bytearray()
     expected = 0
     unpack = msgpack.unpackb
-    for seq, leaf, body, run, task, kind in store.raw_rows():
+    for seq, leaf, body, run_b, task_b, kind_b, types in store.raw_rows():
         if seq != expected:
             raise VerificationError("entry-seq", "sequence numbers have a gap or are out of order",
                                     seq=expected, computed=str(seq))
-        body = bytes(body)
+        body = bytes(body) if body is not None else b""
         computed = _sha256(b"\x00" + body).digest()
-        if computed != leaf:
-            raise VerificationError("leaf-hash", "stored leaf hash does not match the entry bytes",
-                                    seq=seq, expected=bytes(leaf).hex(), computed=computed.hex())
+        if computed != leaf or types[:10] != _ROW_BLOBS:
+            shown = bytes(leaf).hex() if leaf is not None else "NULL"
+            raise VerificationError("leaf-hash", "stored leaf hash does not match the entry bytes"
+                                    if types[:10] == _ROW_BLOBS else
+                                    f"entry row has the wrong column types ({types})",
+                                    seq=seq, expected=shown, computed=computed.hex())
         try:
+            run, task, kind = (None if b is None else bytes(b).decode("utf-8")
+                               for b in (run_b, task_b, kind_b))
             if deep:
                 obj = decode_entry(body)
                 fields = (obj.seq, obj.run, obj.task, obj.kind, FORMAT_VERSION)
             else:
                 d = unpack(body, raw=False)
                 fields = (d["seq"], d["run"], d["task"], d["kind"], d["v"])
+                if type(d["v"]) is not int:
+                    fields = (*fields[:4], None)
         except Exception as exc:
-            raise VerificationError("entry-envelope", f"entry bytes do not decode: {exc}",
+            raise VerificationError("entry-envelope", f"entry bytes or row columns do not decode: {exc}",
                                     seq=seq) from exc
         if fields != (seq, run, task, kind, FORMAT_VERSION):
             raise VerificationError("entry-envelope",
@@ -102,11 +110,14 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     levels = _levels_from_leaves(leaves, n)
     node_count = 0
     want_level, want_idx = 1, 0
-    for level, idx, h in store.all_nodes():
+    for level, idx, h, htype in store.all_nodes():
+        if htype != "blob":
+            raise VerificationError("node-hash", f"stored node ({level},{idx}) is a {htype}, not a hash",
+                                    seq=min(idx << level, n) if isinstance(idx, int) and isinstance(level, int) and 0 <= level < 64 else None)
         # walk expected positions in (level, idx) order to spot missing and extra nodes
         while want_level < len(levels) and want_idx >= len(levels[want_level]) // 32:
             want_level, want_idx = want_level + 1, 0
-        if (level, idx) != (want_level, want_idx):
+        if (level, idx) != (want_level, want_idx) or want_level >= len(levels):
             if level >= len(levels) or idx >= len(levels[level]) // 32 or (level, idx) < (want_level, want_idx):
                 raise VerificationError("node-extra", f"stored node ({level},{idx}) covers leaves the log does not have",
                                         seq=min(idx << level, n))
@@ -125,7 +136,10 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                 seq=want_idx << want_level)
 
     prev = 0
-    for size, root in heads:
+    for size, root, rtype in heads:
+        if rtype != "blob" or not isinstance(size, int):
+            raise VerificationError("head-root", f"recorded head at size {size} is malformed ({rtype})",
+                                    seq=size - 1 if isinstance(size, int) and size > 0 else None)
         if size > n:
             raise VerificationError("head-beyond-log",
                                     f"a recorded tree head has size {size} but the log holds {n} entries "

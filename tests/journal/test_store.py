@@ -1,0 +1,496 @@
+"""The SQLite store behind the journal: numbering, filters, durability, refusals, Merkle agreement."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import (
+    CodecError,
+    JournalConflict,
+    JournalFormatError,
+    MalformedInput,
+    NotFound,
+    UsageError,
+)
+from ledger.journal import merkle
+from ledger.journal.journal import Journal
+from ledger.journal.keys import KeyRing
+from ledger.journal.note import open_checkpoint
+from ledger.journal.store import Store
+
+try:
+    from .tamper_cases import CLOCK_START, counter_clock, raw_db
+except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
+    from tamper_cases import CLOCK_START, counter_clock, raw_db  # type: ignore[no-redef]
+
+
+def fill(j: Journal, n: int) -> None:
+    for i in range(n):
+        j.append("agent.tool", {"i": i}, run="r1", task=f"t{i % 2}")
+
+
+# --------------------------------------------------------------------------- appending
+
+
+def test_append_numbers_from_zero(journal: Journal) -> None:
+    """The first append gets seq 0 and each later one the next integer."""
+    e0 = journal.append("run.started", {"config": {}}, run="r1")
+    e1 = journal.append("agent.tool", {"name": "read"}, run="r1", task="t1")
+    assert (e0.seq, e1.seq) == (0, 1)
+    assert journal.size == 2
+    assert e1.run == "r1" and e1.task == "t1" and e1.kind == "agent.tool"
+    assert e1.data == {"name": "read"}
+
+
+def test_append_many_is_contiguous(journal: Journal) -> None:
+    """A batch gets consecutive seqs right after the current head, one tree head per batch."""
+    journal.append("a", {})
+    batch = journal.append_many([
+        {"kind": "b", "data": {"n": 1}},
+        {"kind": "c", "data": {"n": 2}, "run": "r", "task": "t"},
+        ("d", {"n": 3}, None, "t"),
+    ])
+    assert [e.seq for e in batch] == [1, 2, 3]
+    assert [e.kind for e in batch] == ["b", "c", "d"]
+    assert [h[0] for h in journal.store.all_heads()] == [1, 4]
+    assert len({e.ts for e in batch}) == 1  # one transaction, one timestamp
+
+
+def test_append_many_empty_is_a_no_op(journal: Journal) -> None:
+    """An empty batch appends nothing and records no head."""
+    assert journal.append_many([]) == []
+    assert journal.head() == (0, merkle.EMPTY_ROOT)
+    assert journal.store.all_heads() == []
+
+
+def test_append_uses_the_given_clock(journal: Journal) -> None:
+    """Entry timestamps come from the injected clock, not the wall clock."""
+    e = journal.append("a", {})
+    assert e.ts == CLOCK_START
+
+
+def test_returned_entry_is_what_was_stored(journal: Journal) -> None:
+    """The Entry append returns carries the exact stored bytes and leaf hash."""
+    e = journal.append("a", {"x": [1, 2.5, "s", b"b", None, True]})
+    stored = journal.entry(0)
+    assert stored.raw == e.raw
+    assert journal.store.leaf_of(0) == e.leaf_hash == merkle.leaf_hash(e.raw)
+    assert journal.find_leaf(e.leaf_hash) == 0
+    assert journal.find_leaf(b"\x00" * 32) is None
+
+
+@pytest.mark.parametrize("items", [
+    [{"kind": "a"}],
+    [{"data": {}}],
+    [{"kind": "a", "data": {}, "extra": 1}],
+    [{"kind": "", "data": {}}],
+    [{"kind": 3, "data": {}}],
+    [{"kind": "a", "data": [1]}],
+    [{"kind": "a", "data": {}, "run": 5}],
+    ["not an item"],
+], ids=["no-data", "no-kind", "extra-field", "empty-kind", "int-kind", "list-data", "int-run", "str"])
+def test_append_many_refuses_bad_items(journal: Journal, items: list[object]) -> None:
+    """Malformed batch items are refused as MalformedInput and nothing is written."""
+    journal.append("a", {})
+    with pytest.raises(MalformedInput):
+        journal.append_many([{"kind": "ok", "data": {}}, *items])  # type: ignore[list-item]
+    assert journal.size == 1
+
+
+@pytest.mark.parametrize("data", [{"x": float("nan")}, {1: 2}, {"x": object()}],
+                         ids=["nan", "int-key", "object"])
+def test_unstorable_data_writes_nothing(journal: Journal, data: dict[object, object]) -> None:
+    """A batch with one unencodable item fails as a whole: no rows, no head, no partial write."""
+    journal.append("a", {})
+    with pytest.raises(CodecError):
+        journal.append_many([{"kind": "ok", "data": {}}, {"kind": "bad", "data": data}])
+    assert journal.size == 1
+    assert journal.store.entry_count() == 1
+    assert [h[0] for h in journal.store.all_heads()] == [1]
+    journal.append("after", {})
+    assert journal.verify()["size"] == 2
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def test_entries_filters_combine(journal: Journal) -> None:
+    """entries() filters by range, run, task and kind, and the filters combine."""
+    journal.append_many([
+        {"kind": "run.started", "data": {}, "run": "r1"},
+        {"kind": "agent.tool", "data": {"n": 1}, "run": "r1", "task": "t1"},
+        {"kind": "agent.tool", "data": {"n": 2}, "run": "r1", "task": "t2"},
+        {"kind": "task.result", "data": {}, "run": "r1", "task": "t1"},
+        {"kind": "run.started", "data": {}, "run": "r2"},
+        {"kind": "agent.tool", "data": {"n": 3}, "run": "r2", "task": "t1"},
+        {"kind": "note", "data": {}},
+    ])
+
+    def seqs(**kw: object) -> list[int]:
+        return [e.seq for e in journal.entries(**kw)]  # type: ignore[arg-type]
+
+    assert seqs() == list(range(7))
+    assert seqs(start=2, stop=5) == [2, 3, 4]
+    assert seqs(start=5) == [5, 6]
+    assert seqs(run="r1") == [0, 1, 2, 3]
+    assert seqs(task="t1") == [1, 3, 5]
+    assert seqs(kind="agent.tool") == [1, 2, 5]
+    assert seqs(run="r1", task="t1") == [1, 3]
+    assert seqs(run="r2", kind="agent.tool") == [5]
+    assert seqs(run="r1", kind="agent.tool", start=2) == [2]
+    assert seqs(run="nope") == []
+    assert seqs(start=7) == []
+
+
+def test_entry_lookup(journal: Journal) -> None:
+    """entry(seq) returns that entry; a seq beyond the log is NotFound."""
+    fill(journal, 3)
+    assert journal.entry(2).data == {"i": 2}
+    with pytest.raises(NotFound):
+        journal.entry(3)
+
+
+def test_durable_across_reopen(db_path: Path) -> None:
+    """Entries, head and bytes are the same after closing and reopening the journal."""
+    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+        fill(j, 5)
+        j.append_many([{"kind": "b", "data": {"k": i}} for i in range(4)])
+        head = j.head()
+        raws = [e.raw for e in j.entries()]
+    with Journal.open(db_path) as j:
+        assert j.head() == head
+        assert [e.raw for e in j.entries()] == raws
+        e = j.append("after", {})
+        assert e.seq == 9
+        assert j.verify()["size"] == 10
+
+
+def test_open_by_directory(home: Path) -> None:
+    """Journal.open accepts the ledger directory and finds journal.db inside it."""
+    with Journal.open(home, create=True) as j:
+        j.append("a", {})
+    assert (home / "journal.db").is_file()
+    with Journal.open(home) as j:
+        assert j.size == 1
+
+
+def test_two_handles_interleave(db_path: Path) -> None:
+    """Two open handles on one file append in turn and still build one valid tree."""
+    a = Journal.open(db_path, create=True)
+    b = Journal.open(db_path)
+    try:
+        for i in range(10):
+            (a if i % 3 else b).append("x", {"i": i})
+        a.append_many([{"kind": "y", "data": {}}] * 3)
+        b.append("z", {})
+        assert a.size == b.size == 14
+        assert b.verify()["size"] == 14
+        leaves = [e.leaf_hash for e in a.entries()]
+        assert a.head()[1] == merkle.root_from_leaves(leaves)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_memory_journal() -> None:
+    """A ':memory:' journal appends, proves and verifies without touching the disk."""
+    with Journal.open(":memory:") as j:
+        fill(j, 9)
+        assert j.home is None
+        assert j.verify()["size"] == 9
+        p = j.inclusion_proof(3, 9)
+        merkle.verify_inclusion(3, 9, p.leaf_hash, list(p.hashes), p.root)
+
+
+def test_readonly_refuses_writes(db_path: Path) -> None:
+    """A read-only handle reads and verifies but refuses to append."""
+    with Journal.open(db_path, create=True) as j:
+        fill(j, 2)
+    with Journal.open(db_path, readonly=True) as j:
+        assert j.size == 2
+        assert j.verify()["size"] == 2
+        with pytest.raises(JournalConflict):
+            j.append("a", {})
+
+
+def test_missing_journal_is_not_created(tmp_path: Path) -> None:
+    """Opening a journal that does not exist without create=True is NotFound and creates nothing."""
+    path = tmp_path / "nope" / "journal.db"
+    with pytest.raises(NotFound):
+        Journal.open(path)
+    with pytest.raises(NotFound):
+        Journal.open(path, readonly=True)
+    assert not path.parent.exists()
+
+
+def test_wal_mode(db_path: Path) -> None:
+    """The journal runs in WAL mode (readers never block the writer)."""
+    with Journal.open(db_path, create=True) as j:
+        fill(j, 1)
+    with raw_db(db_path) as c:
+        assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# --------------------------------------------------------------------------- refusals via raw SQL
+
+REFUSED_SQL = {
+    "entries-insert-or-replace": "INSERT OR REPLACE INTO entries(seq, leaf, body, run, task, kind) "
+                                 "VALUES (1, x'00', x'00', NULL, NULL, 'k')",
+    "entries-replace": "REPLACE INTO entries(seq, leaf, body, run, task, kind) "
+                       "VALUES (0, x'00', x'00', NULL, NULL, 'k')",
+    "entries-insert-duplicate": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
+                                "VALUES (2, x'00', x'00', NULL, NULL, 'k')",
+    "entries-insert-gap": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
+                          "VALUES (9, x'00', x'00', NULL, NULL, 'k')",
+    "entries-insert-negative": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
+                               "VALUES (-1, x'00', x'00', NULL, NULL, 'k')",
+    "entries-update-body": "UPDATE entries SET body = x'00' WHERE seq = 1",
+    "entries-update-seq": "UPDATE entries SET seq = 100 WHERE seq = 3",
+    "entries-delete-one": "DELETE FROM entries WHERE seq = 3",
+    "entries-delete-all": "DELETE FROM entries",
+    "nodes-insert-or-replace": "INSERT OR REPLACE INTO nodes(level, idx, hash) VALUES (1, 0, x'00')",
+    "nodes-update": "UPDATE nodes SET hash = x'00'",
+    "nodes-delete": "DELETE FROM nodes",
+    "heads-insert-or-replace": "INSERT OR REPLACE INTO heads(size, root, ts) VALUES (4, x'00', 0)",
+    "heads-insert-older": "INSERT INTO heads(size, root, ts) VALUES (2, x'00', 0)",
+    "heads-update": "UPDATE heads SET root = x'00'",
+    "heads-delete": "DELETE FROM heads",
+    "checkpoints-insert-or-replace": "INSERT OR REPLACE INTO checkpoints(size, note, ts) "
+                                     "VALUES (4, 'x', 0)",
+    "checkpoints-update": "UPDATE checkpoints SET note = 'x'",
+    "checkpoints-delete": "DELETE FROM checkpoints",
+}
+
+
+@pytest.mark.parametrize("sql", REFUSED_SQL.values(), ids=list(REFUSED_SQL))
+def test_raw_sql_cannot_rewrite_history(db_path: Path, keyring: KeyRing, sql: str) -> None:
+    """Triggers refuse UPDATE, DELETE and INSERT OR REPLACE from any sqlite3 client."""
+    with Journal.open(db_path, create=True) as j:
+        fill(j, 4)
+        j.checkpoint(keyring)
+        before = [e.raw for e in j.entries()], j.store.all_heads(), list(j.store.all_nodes())
+    with raw_db(db_path) as c, pytest.raises(sqlite3.IntegrityError, match="journal"):
+        c.execute(sql)
+    with Journal.open(db_path) as j:
+        after = [e.raw for e in j.entries()], j.store.all_heads(), list(j.store.all_nodes())
+        assert after == before
+        assert j.verify(verifier=keyring.verifier)["size"] == 4
+
+
+def test_meta_version_mismatch_is_refused(db_path: Path) -> None:
+    """A journal whose meta says format version 9 is refused as JournalFormatError."""
+    with Journal.open(db_path, create=True) as j:
+        fill(j, 2)
+    with raw_db(db_path) as c:
+        c.execute("UPDATE meta SET value = '9' WHERE key = 'version'")
+    with pytest.raises(JournalFormatError, match="version '9'"):
+        Journal.open(db_path)
+    with pytest.raises(JournalFormatError):
+        Journal.open(db_path, readonly=True)
+
+
+def test_meta_format_name_mismatch_is_refused(db_path: Path) -> None:
+    """A database with the journal's tables but another format name is not a journal."""
+    with Journal.open(db_path, create=True):
+        pass
+    with raw_db(db_path) as c:
+        c.execute("UPDATE meta SET value = 'something-else' WHERE key = 'format'")
+    with pytest.raises(JournalFormatError, match="not an eval-ledger journal"):
+        Journal.open(db_path)
+
+
+@pytest.mark.parametrize("create", [False, True], ids=["open", "create"])
+def test_random_bytes_are_not_a_journal(tmp_path: Path, create: bool) -> None:
+    """A file of random bytes is refused (JournalFormatError) and left untouched."""
+    path = tmp_path / "journal.db"
+    blob = os.urandom(8192)
+    path.write_bytes(blob)
+    with pytest.raises(JournalFormatError):
+        Journal.open(path, create=create)
+    assert path.read_bytes() == blob
+
+
+@pytest.mark.parametrize("create", [False, True], ids=["open", "create"])
+def test_unrelated_sqlite_db_is_not_a_journal(tmp_path: Path, create: bool) -> None:
+    """Another application's SQLite database is refused and not modified."""
+    path = tmp_path / "journal.db"
+    with raw_db(path) as c:
+        c.execute("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)")
+        c.execute("INSERT INTO users(name) VALUES ('ada')")
+    blob = path.read_bytes()
+    with pytest.raises(JournalFormatError, match="not an eval-ledger journal"):
+        Journal.open(path, create=create)
+    assert path.read_bytes() == blob
+    with raw_db(path) as c:
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+    assert names == {"users"}
+
+
+def test_directory_named_like_the_db_is_refused(tmp_path: Path) -> None:
+    """A directory where the database file should be is refused as JournalFormatError."""
+    (tmp_path / "journal.db").mkdir()
+    with pytest.raises(JournalFormatError):
+        Store.open(tmp_path / "journal.db")
+
+
+def test_journal_format_error_is_usage_error() -> None:
+    """Not-a-journal is unusable input for the CLI (exit 2), not a failed check."""
+    assert issubclass(JournalFormatError, UsageError) and JournalFormatError.exit_code == 2
+
+
+# --------------------------------------------------------------------------- tree agreement
+
+MAX_SIZE = 70
+BATCH_PATTERN = (1, 2, 1, 5, 3, 8, 1, 16, 4, 1, 7, 21)  # sums to 70; crosses many subtree edges
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Journal, list[bytes], list[int]]:
+    """A 70-entry journal grown in uneven batches, its leaf hashes, and its batch boundaries."""
+    assert sum(BATCH_PATTERN) == MAX_SIZE
+    path = tmp_path_factory.mktemp("grown") / "journal.db"
+    j = Journal.open(path, create=True, clock=counter_clock())
+    sizes = []
+    n = 0
+    for b in BATCH_PATTERN:
+        j.append_many([{"kind": "k", "data": {"i": n + i}} for i in range(b)])
+        n += b
+        sizes.append(n)
+    leaves = [e.leaf_hash for e in j.entries()]
+    return j, leaves, sizes
+
+
+def test_roots_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """root_at(size) equals the RFC 6962 reference root for every size 1..70 (and 0)."""
+    j, leaves, _ = grown
+    assert j.root_at(0) == merkle.EMPTY_ROOT
+    for size in range(1, MAX_SIZE + 1):
+        assert j.root_at(size) == merkle.root_from_leaves(leaves[:size]), size
+
+
+def test_recorded_heads_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """Each batch recorded exactly one head, and each head's root is the reference root."""
+    j, leaves, sizes = grown
+    heads = j.store.all_heads()
+    assert [h[0] for h in heads] == sizes
+    for size, root, _type in heads:
+        assert root == merkle.root_from_leaves(leaves[:size])
+
+
+def test_stored_nodes_match_memory_tree(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """The stored subtree hashes are exactly the complete subtrees MemoryNodes computes."""
+    j, leaves, _ = grown
+    stored = {(lv, ix): bytes(h) for lv, ix, h, _t in j.store.all_nodes()}
+    reference = {k: v for k, v in merkle.MemoryNodes(leaves).nodes().items() if k[0] >= 1}
+    assert stored == reference
+
+
+def test_inclusion_proofs_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """Every inclusion proof for sizes 1..70 equals MemoryNodes' proof and verifies."""
+    j, leaves, _ = grown
+    mem = merkle.MemoryNodes(leaves)
+    for size in range(1, MAX_SIZE + 1):
+        root = merkle.root_from_leaves(leaves[:size])
+        for seq in range(size):
+            p = j.inclusion_proof(seq, size)
+            assert list(p.hashes) == merkle.inclusion_proof(seq, size, mem.fetch), (seq, size)
+            assert p.root == root and p.leaf_hash == leaves[seq]
+            merkle.verify_inclusion(seq, size, p.leaf_hash, list(p.hashes), p.root)
+
+
+def test_consistency_proofs_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """Every consistency proof between sizes 1..70 equals MemoryNodes' proof and verifies."""
+    j, leaves, _ = grown
+    mem = merkle.MemoryNodes(leaves)
+    for new in range(1, MAX_SIZE + 1):
+        for old in range(1, new + 1):
+            p = j.consistency_proof(old, new)
+            assert list(p.hashes) == merkle.consistency_proof(old, new, mem.fetch), (old, new)
+            assert p.old_root == merkle.root_from_leaves(leaves[:old])
+            merkle.verify_consistency(old, new, p.old_root, p.new_root, list(p.hashes))
+
+
+def test_proof_json_shape(grown: tuple[Journal, list[bytes], list[int]]) -> None:
+    """Proofs serialize to the documented JSON fields with hex hashes."""
+    j, leaves, _ = grown
+    inc = j.inclusion_proof(5, 20).as_json()
+    assert set(inc) == {"leaf_index", "tree_size", "leaf_hash", "root", "hashes"}
+    assert inc["leaf_hash"] == leaves[5].hex() and inc["tree_size"] == 20
+    con = j.consistency_proof(7, 20).as_json()
+    assert set(con) == {"old_size", "new_size", "old_root", "new_root", "hashes"}
+    assert all(len(h) == 64 for h in con["hashes"])
+
+
+@pytest.mark.parametrize("args", [(70, 70), (-1, 10), (0, 71), (5, 4)], ids=["seq=size", "neg", "beyond", "seq>size"])
+def test_inclusion_proof_bad_arguments(grown: tuple[Journal, list[bytes], list[int]],
+                                       args: tuple[int, int]) -> None:
+    """Inclusion proofs for a seq outside the tree or a size beyond the log are UsageError."""
+    j, _, _ = grown
+    with pytest.raises(UsageError):
+        j.inclusion_proof(*args)
+
+
+@pytest.mark.parametrize("args", [(5, 71), (6, 5), (-1, 5), (0, 5)], ids=["beyond", "old>new", "neg", "from-empty"])
+def test_consistency_proof_bad_arguments(grown: tuple[Journal, list[bytes], list[int]],
+                                         args: tuple[int, int]) -> None:
+    """Consistency proofs with sizes out of order, negative or beyond the log are UsageError."""
+    j, _, _ = grown
+    with pytest.raises(UsageError):
+        j.consistency_proof(*args)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_is_stored_and_written(journal: Journal, keyring: KeyRing, home: Path) -> None:
+    """checkpoint() signs the head, stores the note in the DB and in checkpoints/<size>.note."""
+    fill(journal, 5)
+    note = journal.checkpoint(keyring)
+    cp = open_checkpoint(note, keyring.verifier)
+    assert (cp.size, cp.root, cp.origin) == (5, journal.head()[1], keyring.key_name)
+    assert journal.latest_checkpoint() == (5, note)
+    assert (home / "checkpoints" / "5.note").read_text("utf-8") == note
+    assert journal.verify(verifier=keyring.verifier)["checkpoints"] == 1
+
+
+def test_checkpoint_is_idempotent(journal: Journal, keyring: KeyRing, home: Path) -> None:
+    """Without new entries a second checkpoint returns the same note and adds no row or file."""
+    fill(journal, 3)
+    first = journal.checkpoint(keyring)
+    assert journal.checkpoint(keyring) == first
+    assert len(journal.store.checkpoints()) == 1
+    assert sorted(p.name for p in (home / "checkpoints").iterdir()) == ["3.note"]
+    fill(journal, 1)
+    second = journal.checkpoint(keyring)
+    assert second != first
+    assert [s for s, _ in journal.store.checkpoints()] == [3, 4]
+
+
+def test_checkpoint_file_restored_if_missing(journal: Journal, keyring: KeyRing, home: Path) -> None:
+    """A checkpoint file deleted from the folder is written again by the next checkpoint call."""
+    fill(journal, 2)
+    note = journal.checkpoint(keyring)
+    (home / "checkpoints" / "2.note").unlink()
+    assert journal.checkpoint(keyring) == note
+    assert (home / "checkpoints" / "2.note").read_text("utf-8") == note
+
+
+def test_checkpoint_of_empty_journal(journal: Journal, keyring: KeyRing) -> None:
+    """An empty journal can be checkpointed at size 0 with the empty root, and it verifies."""
+    note = journal.checkpoint(keyring)
+    cp = open_checkpoint(note, keyring.verifier)
+    assert (cp.size, cp.root) == (0, merkle.EMPTY_ROOT)
+    assert journal.verify(verifier=keyring.verifier, since=note)["size"] == 0
+
+
+def test_verify_since_accepts_older_checkpoint(journal: Journal, keyring: KeyRing) -> None:
+    """verify(since=old note) proves the grown log extends the old checkpoint."""
+    fill(journal, 6)
+    old = journal.checkpoint(keyring)
+    fill(journal, 9)
+    summary = journal.verify(since=old, verifier=keyring.verifier)
+    assert summary["since"]["size"] == 6 and summary["size"] == 15

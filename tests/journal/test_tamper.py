@@ -1,0 +1,143 @@
+"""Every attack in the tamper corpus is caught by verify with the check it names (or is a known limit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import KeyMaterialError, MalformedInput, VerificationError
+from ledger.journal.journal import Journal
+from ledger.journal.keys import KeyRing
+
+try:
+    from .tamper_cases import (
+        CASES,
+        PROOF_CASES,
+        SIZE,
+        Baseline,
+        ProofCase,
+        TamperCase,
+        build_baseline,
+        counter_clock,
+    )
+except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
+    from tamper_cases import (  # type: ignore[no-redef]
+        CASES,
+        PROOF_CASES,
+        SIZE,
+        Baseline,
+        ProofCase,
+        TamperCase,
+        build_baseline,
+        counter_clock,
+    )
+
+
+@pytest.fixture
+def baseline(home: Path, keyring: KeyRing, other_keyring: KeyRing) -> Baseline:
+    """The untampered 12-entry journal with checkpoints at 8 and 12 (closed, on disk)."""
+    return build_baseline(home, keyring, other_keyring, counter_clock())
+
+
+def run_verify(b: Baseline, *, since: bool) -> dict[str, object]:
+    with Journal.open(b.db) as j:
+        return j.verify(since=b.note12 if since else None, verifier=b.keys.verifier)
+
+
+def test_baseline_verifies(baseline: Baseline) -> None:
+    """Untouched, the baseline passes every check, with and without the auditor's checkpoint."""
+    summary = run_verify(baseline, since=False)
+    assert summary["size"] == SIZE
+    assert summary["checkpoints"] == 2 and summary["external_checkpoints"] == 2
+    assert run_verify(baseline, since=True)["since"] == {"size": SIZE, "root": summary["root"]}
+
+
+def test_corpus_names_are_unique() -> None:
+    """Each attack has its own name, so a failure points at one defect."""
+    names = [c.name for c in CASES] + [c.name for c in PROOF_CASES]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_tamper_case(case: TamperCase, baseline: Baseline) -> None:
+    """After the attack, verify raises the case's check at its seq (or passes, for a known limit)."""
+    case.mutate(baseline)
+    if case.check is None:
+        summary = run_verify(baseline, since=case.since)
+        assert summary["size"] == case.size_after
+        return
+    with pytest.raises(VerificationError) as info:
+        run_verify(baseline, since=case.since)
+    err = info.value
+    assert err.check == case.check, str(err)
+    if case.seq is not None:
+        assert err.seq == case.seq, str(err)
+    assert err.as_dict()["check"] == case.check
+    assert err.exit_code == 1
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.check is None], ids=lambda c: c.name)
+def test_undetectable_cases_are_caught_by_the_auditor_checkpoint(case: TamperCase,
+                                                                 baseline: Baseline) -> None:
+    """The attacks verify cannot see on its own are exposed by the auditor's external checkpoint."""
+    case.mutate(baseline)
+    with pytest.raises(VerificationError) as info:
+        run_verify(baseline, since=True)
+    assert info.value.check == "consistency"
+
+
+def test_verify_without_verifier_refuses_checkpoints(baseline: Baseline) -> None:
+    """Checkpoints cannot be skipped silently: without a verifier key verify refuses to run."""
+    with Journal.open(baseline.db) as j, pytest.raises(KeyMaterialError, match="keys init"):
+        j.verify()
+
+
+def test_since_with_malformed_note_is_unusable_input(baseline: Baseline) -> None:
+    """A --since checkpoint that does not parse is bad input (exit 2), not a failed check."""
+    with Journal.open(baseline.db) as j, pytest.raises(MalformedInput):
+        j.verify(since="garbage", verifier=baseline.keys.verifier)
+
+
+def test_since_signed_by_another_key(baseline: Baseline) -> None:
+    """A --since checkpoint from another key fails checkpoint-signature."""
+    from ledger.journal.note import Checkpoint, sign_checkpoint
+
+    with Journal.open(baseline.db) as j:
+        size, root = j.head()
+        note = sign_checkpoint(Checkpoint(baseline.keys.key_name, size, root),
+                               baseline.other_keys.signer)
+        with pytest.raises(VerificationError) as info:
+            j.verify(since=note, verifier=baseline.keys.verifier)
+    assert info.value.check == "checkpoint-signature"
+
+
+def test_verify_writes_nothing(baseline: Baseline) -> None:
+    """verify leaves the ledger directory as it found it (no keys, notes or rows created)."""
+    before = {p: p.stat().st_mtime_ns for p in baseline.home.rglob("*") if p.is_file()
+              and not p.name.endswith(("-wal", "-shm"))}
+    with Journal.open(baseline.db, readonly=True) as j:
+        j.verify(since=baseline.note12, verifier=baseline.keys.verifier)
+    after = {p: p.stat().st_mtime_ns for p in baseline.home.rglob("*") if p.is_file()
+             and not p.name.endswith(("-wal", "-shm"))}
+    assert after == before
+
+
+@pytest.mark.parametrize("case", PROOF_CASES, ids=[c.name for c in PROOF_CASES])
+def test_proof_case(case: ProofCase, baseline: Baseline) -> None:
+    """A truncated, padded or otherwise corrupted proof is rejected by the RFC 6962 verifier."""
+    with Journal.open(baseline.db) as j, pytest.raises(VerificationError) as info:
+        case.attack(j)
+    assert info.value.check == case.check, str(info.value)
+
+
+def test_untouched_proofs_verify(baseline: Baseline) -> None:
+    """The proofs the proof cases corrupt do verify when left alone (so each case tests its edit)."""
+    from ledger.journal import merkle
+
+    with Journal.open(baseline.db) as j:
+        for old in (4, 5):
+            p = j.consistency_proof(old, SIZE)
+            merkle.verify_consistency(p.old_size, p.new_size, p.old_root, p.new_root, list(p.hashes))
+        q = j.inclusion_proof(5, SIZE)
+        merkle.verify_inclusion(q.leaf_index, q.tree_size, q.leaf_hash, list(q.hashes), q.root)
