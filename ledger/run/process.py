@@ -1,0 +1,522 @@
+"""Run one agent as a bounded, observed child process.
+
+``run_agent_process`` starts the agent in a session of its own (``start_new_session=True``, so its
+process group id is its pid) with stdin on ``/dev/null``, and then, in the calling thread:
+
+* reads stdout and stderr together (one ``select`` loop, no threads), keeping the first
+  ``output_limit`` bytes of each and counting the rest, so any amount of output keeps memory flat;
+  stdout lines (each bounded by ``MAX_LINE``) go to the agent's transcript parser as they arrive;
+* enforces the budget ``ctx.timeout_s``: SIGTERM to the whole group, ``grace_s`` later SIGKILL;
+* once the agent has exited, sweeps for **orphans**: every live process that carries this
+  attempt's marker in its environment (``LEDGER_ATTEMPT=<attempt id>#<nonce>``, inherited by
+  every descendant, including ones that called ``setsid`` or double-forked), that is still in
+  the agent's process group or session, or that the attempt's strace is tracing (strace follows
+  every descendant). Each is SIGKILLed and counted. Without strace, a process that scrubbed its
+  environment *and* left the session escapes the sweep;
+* with tracing on, parses the strace log into activity events (``ledger.run.trace``).
+
+Every captured text (output, transcript, file contents, argv) has the invocation's secrets replaced
+by ``[REDACTED]`` and then passes through the capture filter before it enters an event or the
+outcome. Texts in events are bounded to ``EVENT_TEXT_LIMIT`` bytes with ``truncated`` and
+``total_bytes`` saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import UsageError
+from ledger.run.contracts import (
+    AttemptContext,
+    CaptureFilter,
+    Event,
+    Invocation,
+    OutputParser,
+    ProcessOutcome,
+    Usage,
+    no_filter,
+)
+from ledger.run.trace import TraceOptions, parse_strace_log, strace_command, strace_status
+
+MARKER_ENV = "LEDGER_ATTEMPT"
+MAX_LINE = 4 * 1024 * 1024  # longest stdout line handed to a transcript parser
+EVENT_TEXT_LIMIT = 64 * 1024
+GRACE_S = 2.0
+_READ_CHUNK = 64 * 1024
+_TRACE_MODES = ("auto", "strace", "none")
+REDACTED = "[REDACTED]"
+# Shapes of well-known credentials, redacted even when they were not in the environment.
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}|AIza[0-9A-Za-z_\-]{30,}|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abpr]-[A-Za-z0-9\-]{20,})"
+)
+
+
+# --- redaction and bounds ---------------------------------------------------------------------
+
+def redact_secrets(text: str, secret_values: Iterable[str]) -> str:
+    """Replace each secret value (and anything shaped like a known API key) by ``[REDACTED]``."""
+    for value in sorted({s for s in secret_values if s and len(s) >= 6}, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return _KEY_SHAPES.sub(REDACTED, text)
+
+
+def bound_text(text: str, limit: int) -> tuple[str, bool, int]:
+    """``(head, truncated, total_bytes)``: the first ``limit`` UTF-8 bytes, cut on a character."""
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= limit:
+        return text, False, len(raw)
+    return raw[:limit].decode("utf-8", "ignore"), True, len(raw)
+
+
+def _clean_value(value: Any, clean: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, Mapping):
+        return {str(k): _clean_value(v, clean) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_value(v, clean) for v in value]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return clean(str(value))
+
+
+def sanitize_event(event: Event, clean: Callable[[str], str], limit: int = EVENT_TEXT_LIMIT) -> Event:
+    """Redact and filter every text of an event, and bound its long texts."""
+    kind, data = event
+    out: dict[str, Any] = {}
+    total = 0
+    truncated = False
+    for key, value in data.items():
+        value = _clean_value(value, clean)
+        if key in ("text", "output", "content") and isinstance(value, str):
+            value, cut, n = bound_text(value, limit)
+            if cut:
+                truncated, total = True, n
+        elif key == "input" and not isinstance(value, str):
+            encoded = json.dumps(value, ensure_ascii=False, sort_keys=True)
+            if len(encoded.encode("utf-8")) > limit:
+                value, _cut, n = bound_text(encoded, limit)
+                truncated, total = True, n
+        elif key == "input" and isinstance(value, str):
+            value, cut, n = bound_text(value, limit)
+            if cut:
+                truncated, total = True, n
+        out[key] = value
+    if kind == "agent.output":
+        out.setdefault("total_bytes", len(str(out.get("text", "")).encode("utf-8")))
+        out.setdefault("truncated", False)
+        out.setdefault("stream", "stdout")
+    if truncated:
+        out["truncated"] = True
+        out["total_bytes"] = max(total, int(out.get("total_bytes") or 0))
+    return kind, out
+
+
+def make_cleaner(secret_values: Iterable[str], capture_filter: CaptureFilter) -> Callable[[str], str]:
+    values = tuple(secret_values)
+
+    def clean(text: str) -> str:
+        return capture_filter(redact_secrets(text, values))
+
+    return clean
+
+
+# --- trace mode -------------------------------------------------------------------------------
+
+def resolve_trace(mode: str) -> tuple[str, str]:
+    """``(effective mode, reason)`` for a requested ``auto|strace|none``.
+
+    ``strace`` requested but not working here is a ``UsageError`` (check it before a run starts);
+    ``auto`` falls back to ``none`` with the reason.
+    """
+    if mode not in _TRACE_MODES:
+        raise UsageError(f"unknown trace mode {mode!r}; use one of {', '.join(_TRACE_MODES)}")
+    if mode == "none":
+        return "none", "tracing disabled (--trace none)"
+    ok, reason = strace_status()
+    if ok:
+        return "strace", reason
+    if mode == "strace":
+        raise UsageError(f"--trace strace was requested but {reason}")
+    return "none", reason
+
+
+# --- processes --------------------------------------------------------------------------------
+
+def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgrp, session) of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    tail = raw[raw.rfind(b")") + 2:].split()
+    if len(tail) < 4:
+        return None
+    return tail[0].decode(), int(tail[1]), int(tail[2]), int(tail[3])
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read()
+    except OSError:
+        return False
+    return marker in env.split(b"\0")
+
+
+def _cmdline_has(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return needle in fh.read()
+    except OSError:
+        return False
+
+
+def _tracer_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def attempt_processes(marker: str, group: int, exclude: Iterable[int] = (),
+                      tracers: Iterable[int] = ()) -> list[int]:
+    """Live (non-zombie) processes of an attempt.
+
+    A process belongs to the attempt if it carries the marker in its environment, is in the
+    agent's process group or session, or is traced by one of ``tracers`` (the attempt's strace,
+    which follows every descendant, even one that scrubbed its environment and called setsid).
+    """
+    needle = f"{MARKER_ENV}={marker}".encode()
+    tracer_set = set(tracers)
+    skip = set(exclude) | tracer_set | {os.getpid()}
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in skip:
+            continue
+        st = _proc_stat(pid)
+        if st is None or st[0] in ("Z", "X", "x"):
+            continue
+        if st[2] == group or st[3] == group or _has_marker(pid, needle) or (
+                tracer_set and _tracer_of(pid) in tracer_set):
+            found.append(pid)
+    return found
+
+
+def kill_attempt_processes(marker: str, group: int, exclude: Iterable[int] = (),
+                           rounds: int = 50, tracers: Iterable[int] = ()) -> int:
+    """SIGKILL every process of the attempt until none is left; return how many were killed."""
+    killed: set[int] = set()
+    tracers = tuple(tracers)
+    for _ in range(rounds):
+        alive = attempt_processes(marker, group, exclude, tracers)
+        if not alive:
+            break
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.01)
+    return len(killed)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, sig)
+
+
+def _tracers(log_path: Path) -> list[int]:
+    needle = str(log_path).encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid() and _cmdline_has(int(name), needle):
+            st = _proc_stat(int(name))
+            if st is not None and st[0] not in ("Z", "X", "x"):
+                out.append(int(name))
+    return out
+
+
+def _wait_tracer(log_path: Path, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _tracers(log_path):
+            return
+        time.sleep(0.01)
+    for pid in _tracers(log_path):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _find_program(argv0: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    if "/" in argv0:
+        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+
+
+class _Stream:
+    """Bounded head + byte count of one pipe; optional line splitting for a parser."""
+
+    def __init__(self, limit: int, on_line: Callable[[str], None] | None) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.total = 0
+        self.on_line = on_line
+        self.buf = bytearray()
+        self.skipping = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+        if self.on_line is None:
+            return
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if not self.skipping:
+                self.buf += chunk[start:nl]
+                self._emit()
+            self.buf.clear()
+            self.skipping = False
+            start = nl + 1
+        if not self.skipping:
+            self.buf += chunk[start:]
+            if len(self.buf) > MAX_LINE:
+                self.buf.clear()
+                self.skipping = True
+
+    def _emit(self) -> None:
+        if self.on_line is not None and self.buf:
+            self.on_line(bytes(self.buf).decode("utf-8", "replace").rstrip("\r"))
+
+    def close(self) -> None:
+        if not self.skipping:
+            self._emit()
+        self.buf.clear()
+
+    def text(self) -> str:
+        return bytes(self.head).decode("utf-8", "replace")
+
+
+# --- the runner -------------------------------------------------------------------------------
+
+def run_agent_process(
+    inv: Invocation,
+    ctx: AttemptContext,
+    *,
+    trace: str = "auto",
+    capture_filter: CaptureFilter = no_filter,
+    output_limit: int = 64 * 1024,
+    on_event: Callable[[Event], None] | None = None,
+    grace_s: float = GRACE_S,
+) -> ProcessOutcome:
+    """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all."""
+    if not inv.argv:
+        raise UsageError("agent invocation has an empty command line")
+    mode, trace_reason = resolve_trace(trace)
+    env = {k: v for k, v in inv.env.items() if k != MARKER_ENV}
+    if _find_program(inv.argv[0], env, ctx.worktree) is None:
+        raise UsageError(f"agent program {inv.argv[0]!r} not found (PATH or path); nothing was run")
+    marker = f"{ctx.attempt_id}#{secrets.token_hex(6)}"
+    clean = make_cleaner(inv.secrets, capture_filter)
+
+    trace_dir: Path | None = None
+    log_path: Path | None = None
+    argv = list(inv.argv)
+    if mode == "strace":
+        trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
+        log_path = trace_dir / "strace.log"
+        argv = strace_command(log_path, {MARKER_ENV: marker}) + argv
+    else:
+        env[MARKER_ENV] = marker
+
+    timed: list[tuple[float, Event]] = []
+    parser: OutputParser | None = inv.parser_factory() if inv.parser_factory else None
+
+    def emit(events: Iterable[Event], ts: float) -> None:
+        for ev in events:
+            ev = sanitize_event(ev, clean)
+            timed.append((ts, ev))
+            if on_event is not None:
+                on_event(ev)
+
+    def on_line(line: str) -> None:
+        if parser is None:
+            return
+        try:
+            events = parser.feed_line(line)
+        except Exception:  # a parser bug must not lose the run; the raw output is kept anyway
+            return
+        emit(events, time.time())
+
+    out = _Stream(output_limit, on_line if parser is not None else None)
+    err = _Stream(output_limit, None)
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        if trace_dir is not None:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+        raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
+
+    start = time.monotonic()
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ)
+
+    def pump(timeout: float) -> None:
+        if not sel.get_map():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=timeout)
+            return
+        for key, _ in sel.select(timeout=timeout):
+            fd = key.fd
+            try:
+                chunk = os.read(fd, _READ_CHUNK)
+            except OSError:
+                chunk = b""
+            if chunk:
+                streams[fd].feed(chunk)
+            else:
+                sel.unregister(fd)
+
+    timed_out = False
+    orphans = 0
+    term_at: float | None = None
+    hard_killed = False
+    tracer_exclude: list[int] = []
+    try:
+        deadline = start + max(0.0, ctx.timeout_s)
+        while True:
+            pump(0.02)
+            if proc.poll() is not None:
+                break
+            now = time.monotonic()
+            if term_at is None and now >= deadline:
+                timed_out = True
+                term_at = now
+                _signal_group(proc.pid, signal.SIGTERM)
+            elif term_at is not None and not hard_killed and now >= term_at + grace_s:
+                hard_killed = True
+                _signal_group(proc.pid, signal.SIGKILL)
+        wall_s = time.monotonic() - start
+        if log_path is not None:
+            tracer_exclude = _tracers(log_path)
+        orphans = kill_attempt_processes(marker, proc.pid, tracers=tracer_exclude)
+        drain_until = time.monotonic() + 2.0
+        while sel.get_map() and time.monotonic() < drain_until:
+            pump(0.02)
+    except BaseException:
+        _signal_group(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=5)
+        kill_attempt_processes(marker, proc.pid)
+        if trace_dir is not None:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+        raise
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+
+    out.close()
+    err.close()
+    if parser is not None:
+        flush = getattr(parser, "flush", None)
+        if callable(flush):
+            with contextlib.suppress(Exception):
+                emit(flush(), time.time())
+        try:
+            usage = parser.finish()
+        except Exception:
+            usage = Usage()
+    else:
+        usage = Usage()
+
+    if log_path is not None and trace_dir is not None:
+        try:
+            _wait_tracer(log_path)
+            opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean)
+            trace_events = parse_strace_log(log_path, opts) if log_path.exists() else []
+        finally:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+        secret_values = tuple(inv.secrets)
+        for ts, ev in trace_events:
+            # content and argv were filtered while parsing; redact secrets (paths too) and bound
+            ev = sanitize_event(ev, lambda s: redact_secrets(s, secret_values))
+            timed.append((ts, ev))
+            if on_event is not None:
+                on_event(ev)
+
+    timed.sort(key=lambda item: item[0])  # stable: same-time events keep their arrival order
+    rc = proc.returncode
+    return ProcessOutcome(
+        exit_code=rc if rc is not None and rc >= 0 else None,
+        signal=-rc if rc is not None and rc < 0 else None,
+        wall_s=wall_s,
+        timed_out=timed_out,
+        orphans=orphans,
+        stdout_text=clean(out.text()),
+        stdout_total=out.total,
+        stderr_text=clean(err.text()),
+        stderr_total=err.total,
+        events=[ev for _ts, ev in timed],
+        usage=usage,
+        trace=mode,
+        trace_reason=trace_reason,
+    )
+
+
+def output_events(outcome: ProcessOutcome, output_limit: int = 64 * 1024,
+                  limit: int = EVENT_TEXT_LIMIT) -> list[Event]:
+    """``agent.output`` events for the raw stdout/stderr heads of an outcome (empty streams skipped).
+
+    The texts are already redacted and filtered by ``run_agent_process``; ``output_limit`` is the
+    one it was called with.
+    """
+    events: list[Event] = []
+    for stream, text, total in (("stdout", outcome.stdout_text, outcome.stdout_total),
+                                ("stderr", outcome.stderr_text, outcome.stderr_total)):
+        if total == 0:
+            continue
+        head, cut, _n = bound_text(text, limit)
+        events.append(("agent.output", {"stream": stream, "text": head, "total_bytes": total,
+                                        "truncated": cut or total > output_limit}))
+    return events

@@ -1,0 +1,487 @@
+"""OS-level activity capture with ``strace -f``: the command line, and the log parsed into events.
+
+The agent runs as ``strace -DDD -f -qq -ttt -y -xx -s 4096 -e trace=... -o LOG -E LEDGER_ATTEMPT=..
+-- AGENT...``:
+
+* ``-DDD`` keeps the tracer out of the agent's way: the agent stays the harness's direct child
+  (its exit status is its own) and the tracer lives in a session of its own, so killing the
+  agent's process group on timeout never kills the tracer before it has written its log.
+* ``-y`` prints the path behind every file descriptor, including the one an ``openat`` returns
+  (the kernel's resolved path) and ``AT_FDCWD`` (the caller's working directory, strace >= 6),
+  so relative paths resolve without tracking ``chdir``.
+* ``-xx`` prints every string as ``\\xNN`` escapes: no quote, comma or bracket inside a string can
+  confuse the parser, and non-UTF-8 names survive (decoded with ``errors="replace"``).
+* ``-E`` puts the attempt marker in the agent's environment only, never in the tracer's.
+
+Events (see docs/VOCABULARY.md): ``fs.read`` / ``fs.write`` (from the open flags, ``creat``,
+renames, unlinks, ``mkdir``, ``truncate``, links), ``proc.exec`` (successful ``execve``) and
+``net.connect`` (every attempt, including refused and in-progress ones), all with
+``source="strace"``. Failed opens and execs (``ENOENT`` and friends) are skipped: nothing was read
+or run. Pseudo files under ``/dev``, ``/proc`` and ``/sys`` are skipped. Each path is reported
+once per attempt and direction (the first time), each endpoint once.
+
+File content for ``fs.read``: regular text files (no NUL byte in the head) have their first
+``content_limit`` bytes captured **when the log is parsed, after the agent ended**: a file the agent
+changed after reading it shows its final content, and a file it deleted shows none. System
+locations (``/usr``, ``/lib``, ``/etc``, the Python installation; ``site-packages`` excepted) and
+the attempt's private config home (``ctx.home``: the agent's own settings and credentials) are
+recorded without content. Every captured text passes through the capture filter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.run.contracts import Event
+
+# Syscalls present on every Linux architecture, then legacy ones (``?`` = ignore if absent).
+_SYSCALLS = (
+    "openat", "execve", "execveat", "connect", "renameat2", "unlinkat", "mkdirat", "truncate",
+    "symlinkat", "linkat",
+    "?open", "?openat2", "?creat", "?rename", "?renameat", "?unlink", "?rmdir", "?mkdir",
+    "?symlink", "?link",
+)
+STRING_LIMIT = 4096
+CONTENT_LIMIT = 16 * 1024
+CONTENT_BUDGET = 4 * 1024 * 1024  # content bytes captured per attempt, all files together
+_PSEUDO = ("/dev/", "/proc/", "/sys/")
+_PSEUDO_EXACT = frozenset({"/dev", "/proc", "/sys"})
+_SYSTEM = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/", "/etc/",
+           "/var/lib/", "/var/cache/", "/nix/store/", "/snap/")
+
+
+def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
+    """The argv prefix that runs a command under strace, logging to ``log_path``.
+
+    ``agent_env`` is set in the traced command's environment only (``-E NAME=VALUE``).
+    """
+    prog = shutil.which("strace") or "strace"
+    argv = [prog, "-DDD", "-f", "-qq", "-ttt", "-y", "-xx", "-s", str(STRING_LIMIT),
+            "-e", "trace=" + ",".join(_SYSCALLS), "-e", "signal=none", "-o", str(log_path)]
+    for name, value in agent_env.items():
+        argv += ["-E", f"{name}={value}"]
+    argv.append("--")
+    return argv
+
+
+_status_lock = threading.Lock()
+_status: tuple[bool, str] | None = None
+
+
+def strace_status(*, refresh: bool = False) -> tuple[bool, str]:
+    """Whether strace works here, with the exact flags the harness uses (checked once, cached)."""
+    global _status
+    with _status_lock:
+        if _status is None or refresh:
+            _status = _probe()
+        return _status
+
+
+def _probe() -> tuple[bool, str]:
+    if not sys.platform.startswith("linux"):
+        return False, f"strace needs Linux (this is {sys.platform})"
+    true_prog = shutil.which("true")
+    if shutil.which("strace") is None:
+        return False, "strace is not on PATH (install it: apt-get install strace)"
+    if true_prog is None:
+        return False, "cannot probe strace: no 'true' program on PATH"
+    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}) + [true_prog]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"strace probe failed: {exc}"
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = err[-1] if err else f"exit {proc.returncode}"
+        return False, f"strace does not work here ({detail[:200]}); ptrace may be forbidden"
+    return True, "strace available"
+
+
+# --- strace text ------------------------------------------------------------------------------
+
+_LINE = re.compile(r"^(\d+)\s+(\d+(?:\.\d+)?)\s+(.*)$")
+_RESUMED = re.compile(r"^<\.\.\. ([A-Za-z0-9_]+) resumed>(.*)$")
+_CALL = re.compile(r"^([A-Za-z0-9_]+)\((.*)$", re.DOTALL)
+_RET = re.compile(r"^\s*=\s*(-?\d+|0x[0-9a-fA-F]+|\?)(?:<(.*?)>)?(?:\s+([A-Z][A-Z0-9_]*))?")
+_FD = re.compile(r"^(-?\d+|AT_FDCWD)(?:<(.*)>)?$", re.DOTALL)
+_STRING = re.compile(r'^@?"((?:[^"\\]|\\.)*)"(\.\.\.)?$', re.DOTALL)
+_ESC = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
+_SIMPLE_ESC = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a",
+               b"b": b"\b", b"e": b"\x1b"}
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
+
+
+def unescape(text: str) -> bytes:
+    """Bytes of a strace string body (``\\xNN``, octal and C escapes)."""
+
+    def one(m: re.Match[bytes]) -> bytes:
+        esc = m.group(1)
+        if esc[:1] == b"x" and len(esc) == 3:
+            return bytes([int(esc[1:], 16)])
+        if esc[:1].isdigit():
+            return bytes([int(esc, 8) & 0xFF])
+        return _SIMPLE_ESC.get(esc, esc)
+
+    return _ESC.sub(one, text.encode("utf-8", "surrogateescape"))
+
+
+def split_args(text: str) -> tuple[list[str], str]:
+    """Split ``a, {b, c}, [d], "e"...) = 3<...>`` into top-level args and the text after ``)``."""
+    args: list[str] = []
+    depth = 0
+    in_str = False
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0 and c == ")":
+                last = text[start:i].strip()
+                if last or args:
+                    args.append(last)
+                return args, text[i + 1:]
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    tail = text[start:].strip()
+    if tail:
+        args.append(tail)
+    return args, ""
+
+
+def decode_string(arg: str) -> bytes | None:
+    m = _STRING.match(arg.strip())
+    return unescape(m.group(1)) if m else None
+
+
+def decode_fd(arg: str) -> tuple[str, bytes | None]:
+    """``3</a/b>`` -> ("3", b"/a/b"); ``AT_FDCWD</w>`` -> ("AT_FDCWD", b"/w")."""
+    m = _FD.match(arg.strip())
+    if not m:
+        return arg.strip(), None
+    return m.group(1), (unescape(m.group(2)) if m.group(2) is not None else None)
+
+
+def decode_array(arg: str) -> list[str]:
+    arg = arg.strip()
+    if not (arg.startswith("[") and arg.endswith("]")):
+        return []
+    items, _ = split_args(arg[1:-1] + ")")
+    out: list[str] = []
+    for item in items:
+        raw = decode_string(item)
+        if raw is not None:
+            out.append(_text(raw))
+        elif item == "...":
+            out.append("...")
+    return out
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+@dataclass
+class Syscall:
+    pid: int
+    ts: float
+    name: str
+    args: list[str]
+    ret: str
+    ret_path: bytes | None
+    errno: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.errno is None and self.ret != "-1"
+
+
+def iter_syscalls(lines: Iterator[str]) -> Iterator[Syscall]:
+    """Complete syscalls from strace ``-f -ttt`` lines, joining ``unfinished``/``resumed`` pairs."""
+    pending: dict[int, str] = {}
+    for raw in lines:
+        line = raw.rstrip("\n")
+        m = _LINE.match(line)
+        if not m:
+            continue
+        pid, ts, body = int(m.group(1)), float(m.group(2)), m.group(3)
+        if body.startswith(("+++", "---")):
+            continue
+        r = _RESUMED.match(body)
+        if r:
+            head = pending.pop(pid, None)
+            if head is None:
+                continue
+            body = head + r.group(2)
+        elif body.endswith("<unfinished ...>"):
+            pending[pid] = body[: -len("<unfinished ...>")].rstrip()
+            continue
+        c = _CALL.match(body)
+        if not c:
+            continue
+        args, rest = split_args(c.group(2))
+        rm = _RET.match(rest)
+        if not rm:
+            continue
+        ret_path = unescape(rm.group(2)) if rm.group(2) is not None else None
+        yield Syscall(pid, ts, c.group(1), args, rm.group(1), ret_path, rm.group(3))
+
+
+# --- events -----------------------------------------------------------------------------------
+
+@dataclass
+class TraceOptions:
+    worktree: Path
+    home: Path | None = None
+    capture_filter: Callable[[str], str] = field(default=lambda s: s)
+    content_limit: int = CONTENT_LIMIT
+    content_budget: int = CONTENT_BUDGET
+    system_prefixes: tuple[str, ...] = ()
+
+
+def _default_system_prefixes() -> tuple[str, ...]:
+    extra = []
+    for p in {sys.base_prefix, sys.base_exec_prefix}:
+        real = os.path.realpath(p)
+        if real not in ("/", "") and not real.startswith("/tmp"):
+            extra.append(real.rstrip("/") + "/")
+    return _SYSTEM + tuple(extra)
+
+
+def _join(base: bytes | None, path: bytes) -> bytes:
+    if path.startswith(b"/"):
+        return path
+    return os.path.join(base or b"/", path)
+
+
+def _resolve(path: bytes) -> bytes:
+    """Absolute, normalized, with the directory part's symlinks resolved (the file may be gone)."""
+    path = os.path.normpath(path)
+    head, tail = os.path.split(path)
+    with contextlib.suppress(OSError):
+        head = os.path.realpath(head)
+    return os.path.join(head, tail) if tail else head
+
+
+def _is_pseudo(resolved: str) -> bool:
+    return resolved in _PSEUDO_EXACT or resolved.startswith(_PSEUDO)
+
+
+class _Builder:
+    def __init__(self, opts: TraceOptions) -> None:
+        self.opts = opts
+        self.worktree = os.path.realpath(opts.worktree).encode("utf-8", "surrogateescape")
+        self.home = (os.path.realpath(opts.home).encode("utf-8", "surrogateescape")
+                     if opts.home is not None else None)
+        self.system = tuple(p.encode() for p in (opts.system_prefixes or _default_system_prefixes()))
+        self.seen: set[tuple[str, bytes]] = set()
+        self.budget = opts.content_budget
+        self.cwd: dict[int, bytes] = {}
+        self.root_pid: int | None = None
+
+    def _under(self, path: bytes, root: bytes | None) -> bool:
+        return root is not None and (path == root or path.startswith(root.rstrip(b"/") + b"/"))
+
+    def _content(self, resolved: bytes) -> dict[str, Any]:
+        if self._under(resolved, self.home) or self.budget <= 0:
+            return {"content": None}
+        if resolved.startswith(self.system) and b"/site-packages/" not in resolved \
+                and b"/dist-packages/" not in resolved:
+            return {"content": None}
+        try:
+            st = os.stat(resolved)
+            if not stat.S_ISREG(st.st_mode):
+                return {"content": None}
+            limit = min(self.opts.content_limit, self.budget)
+            with open(resolved, "rb") as fh:
+                head = fh.read(limit)
+        except OSError:
+            return {"content": None}
+        if b"\0" in head:
+            return {"content": None}
+        self.budget -= len(head)
+        out: dict[str, Any] = {"content": self.opts.capture_filter(
+            head.decode("utf-8", "ignore" if st.st_size > len(head) else "replace"))}
+        if st.st_size > len(head):
+            out["truncated"] = True
+            out["total_bytes"] = st.st_size
+        return out
+
+    def fs(self, kind: str, named: bytes, resolved: bytes) -> Event | None:
+        res_text = _text(resolved)
+        if _is_pseudo(res_text):
+            return None
+        key = (kind, resolved)
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        data: dict[str, Any] = {
+            "path": _text(named),
+            "resolved": res_text,
+            "in_worktree": self._under(resolved, self.worktree),
+            "source": "strace",
+        }
+        if kind == "fs.read":
+            data.update(self._content(resolved))
+        return kind, data
+
+    def base_dir(self, sc: Syscall, fd_arg: str | None) -> bytes | None:
+        if fd_arg is not None:
+            _name, path = decode_fd(fd_arg)
+            if path is not None:
+                return path
+        return self.cwd.get(sc.pid, self.worktree)
+
+    def path_arg(self, sc: Syscall, idx: int, dirfd_idx: int | None) -> tuple[bytes, bytes] | None:
+        if idx >= len(sc.args):
+            return None
+        named = decode_string(sc.args[idx])
+        if named is None:
+            return None
+        base = self.base_dir(sc, sc.args[dirfd_idx] if dirfd_idx is not None
+                             and dirfd_idx < len(sc.args) else None)
+        return named, _resolve(_join(base, named))
+
+    def events(self, sc: Syscall) -> list[Event]:
+        if self.root_pid is None:
+            self.root_pid = sc.pid
+        name = sc.name
+        out: list[Event | None] = []
+        if name in ("open", "openat", "openat2", "creat"):
+            if not sc.ok:
+                return []
+            p_idx, fd_idx = (0, None) if name in ("open", "creat") else (1, 0)
+            named_res = self.path_arg(sc, p_idx, fd_idx)
+            if named_res is None:
+                return []
+            named, resolved = named_res
+            if sc.ret_path is not None and sc.ret_path.startswith(b"/"):
+                resolved = sc.ret_path
+            if name == "creat":
+                flags = "O_WRONLY|O_CREAT|O_TRUNC"
+            elif name == "openat2":
+                fm = re.search(r"flags=([A-Z0-9_|x]+)", sc.args[2] if len(sc.args) > 2 else "")
+                flags = fm.group(1) if fm else "O_RDONLY"
+            else:
+                flags = sc.args[p_idx + 1] if len(sc.args) > p_idx + 1 else "O_RDONLY"
+            parts = set(flags.split("|"))
+            writes = bool(parts.intersection(_WRITE_FLAGS))
+            if not writes or "O_RDWR" in parts:
+                out.append(self.fs("fs.read", named, resolved))
+            if writes:
+                out.append(self.fs("fs.write", named, resolved))
+        elif name in ("execve", "execveat"):
+            if not sc.ok:
+                return []
+            p_idx, fd_idx, a_idx = (0, None, 1) if name == "execve" else (1, 0, 2)
+            named_res = self.path_arg(sc, p_idx, fd_idx)
+            if named_res is None:
+                return []
+            argv = decode_array(sc.args[a_idx]) if a_idx < len(sc.args) else []
+            out.append(("proc.exec", {"argv": [self.opts.capture_filter(a) for a in argv],
+                                      "path": _text(named_res[1]), "source": "strace"}))
+        elif name == "connect":
+            ev = self.connect(sc)
+            out.append(ev)
+        elif name in _PATH_WRITES:
+            if not sc.ok:
+                return []
+            for p_idx, fd_idx in _PATH_WRITES[name]:
+                named_res = self.path_arg(sc, p_idx, fd_idx)
+                if named_res is not None:
+                    out.append(self.fs("fs.write", *named_res))
+        return [e for e in out if e is not None]
+
+    def connect(self, sc: Syscall) -> Event | None:
+        if len(sc.args) < 2:
+            return None
+        addr = sc.args[1]
+        fam = re.search(r"sa_family=(AF_[A-Z0-9]+)", addr)
+        if not fam:
+            return None
+        host: str | None = None
+        port = 0
+        if fam.group(1) == "AF_INET":
+            family = "inet"
+            hm = re.search(r'inet_addr\(("(?:[^"\\]|\\.)*")\)', addr)
+            pm = re.search(r"sin_port=htons\((\d+)\)", addr)
+            host = _text(decode_string(hm.group(1)) or b"") if hm else None
+            port = int(pm.group(1)) if pm else 0
+        elif fam.group(1) == "AF_INET6":
+            family = "inet6"
+            hm = re.search(r'inet_pton\(AF_INET6,\s*("(?:[^"\\]|\\.)*")', addr)
+            pm = re.search(r"sin6_port=htons\((\d+)\)", addr)
+            host = _text(decode_string(hm.group(1)) or b"") if hm else None
+            port = int(pm.group(1)) if pm else 0
+        elif fam.group(1) in ("AF_UNIX", "AF_LOCAL"):
+            family = "unix"
+            hm = re.search(r'sun_path=(@?)("(?:[^"\\]|\\.)*")', addr)
+            if hm:
+                host = hm.group(1) + _text(decode_string(hm.group(2)) or b"")
+        else:
+            return None
+        if not host:
+            return None
+        key = ("net.connect", f"{family}|{host}|{port}".encode())
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        return "net.connect", {"host": host, "port": port, "family": family, "source": "strace"}
+
+
+# syscall -> [(path arg index, dirfd arg index or None)] for calls that change the file system
+_PATH_WRITES: dict[str, list[tuple[int, int | None]]] = {
+    "rename": [(0, None), (1, None)],
+    "renameat": [(1, 0), (3, 2)],
+    "renameat2": [(1, 0), (3, 2)],
+    "unlink": [(0, None)],
+    "unlinkat": [(1, 0)],
+    "rmdir": [(0, None)],
+    "mkdir": [(0, None)],
+    "mkdirat": [(1, 0)],
+    "truncate": [(0, None)],
+    "symlink": [(1, None)],
+    "symlinkat": [(2, 1)],
+    "link": [(1, None)],
+    "linkat": [(3, 2)],
+}
+
+
+def parse_strace_lines(lines: Iterator[str], opts: TraceOptions) -> list[tuple[float, Event]]:
+    """Activity events, each with its strace timestamp (unix seconds), in log order."""
+    builder = _Builder(opts)
+    out: list[tuple[float, Event]] = []
+    for sc in iter_syscalls(lines):
+        for ev in builder.events(sc):
+            out.append((sc.ts, ev))
+    return out
+
+
+def parse_strace_log(path: Path, opts: TraceOptions) -> list[tuple[float, Event]]:
+    """Parse a strace log file (streamed: a large log does not load into memory at once)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return parse_strace_lines(iter(fh), opts)

@@ -1,0 +1,218 @@
+"""The strace log parser: syscalls into fs.read / fs.write / proc.exec / net.connect events."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.run.trace import (
+    TraceOptions,
+    decode_array,
+    decode_string,
+    iter_syscalls,
+    parse_strace_lines,
+    split_args,
+    strace_command,
+    strace_status,
+    unescape,
+)
+
+
+def h(text: str | bytes) -> str:
+    """A string as strace -xx prints it (every byte as \\xNN), without quotes."""
+    raw = text.encode() if isinstance(text, str) else text
+    return "".join(f"\\x{b:02x}" for b in raw)
+
+
+def q(text: str | bytes) -> str:
+    return f'"{h(text)}"'
+
+
+def parse(lines: list[str], tmp_path: Path, **kw: object) -> list[tuple[str, dict]]:
+    wt = tmp_path / "wt"
+    wt.mkdir(exist_ok=True)
+    opts = TraceOptions(worktree=wt, home=tmp_path / "home", **kw)  # type: ignore[arg-type]
+    return [ev for _ts, ev in parse_strace_lines(iter(lines), opts)]
+
+
+def test_split_args_respects_nesting_and_strings() -> None:
+    """Commas inside brackets, braces and strings do not split; the return part is kept."""
+    args, rest = split_args('AT_FDCWD</w>, "a,b", [x, y], {f=1, g=2}) = 3</w/a>')
+    assert args == ["AT_FDCWD</w>", '"a,b"', "[x, y]", "{f=1, g=2}"]
+    assert rest == " = 3</w/a>"
+
+
+def test_unescape_handles_hex_octal_and_c_escapes() -> None:
+    """Strace string bodies decode to the exact bytes."""
+    assert unescape(r"\x2f\x74") == b"/t"
+    assert unescape(r"a\"b\\c\n\0\377") == b'a"b\\c\n\x00\xff'
+    assert decode_string(q("hi") + "...") == b"hi"
+    assert decode_array("[" + q("ls") + ", " + q("-l") + ", ...]") == ["ls", "-l", "..."]
+
+
+def test_open_read_write_and_failed(tmp_path: Path) -> None:
+    """Open flags decide read vs write; O_RDWR is both; failed opens are skipped."""
+    wt = (tmp_path / "wt").resolve()
+    wt.mkdir()
+    (wt / "a.py").write_text("print(1)\n")
+    lines = [
+        f"100 1.000001 openat(AT_FDCWD<{h(str(wt))}>, {q('a.py')}, O_RDONLY|O_CLOEXEC) = 3<{h(str(wt / 'a.py'))}>",
+        f"100 1.000002 openat(AT_FDCWD<{h(str(wt))}>, {q('b.py')}, O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3<{h(str(wt / 'b.py'))}>",
+        f"100 1.000003 openat(AT_FDCWD<{h(str(wt))}>, {q('c.db')}, O_RDWR) = 4<{h(str(wt / 'c.db'))}>",
+        f"100 1.000004 openat(AT_FDCWD<{h(str(wt))}>, {q('gone.py')}, O_RDONLY) = -1 ENOENT (No such file or directory)",
+        f"100 1.000005 openat(AT_FDCWD<{h(str(wt))}>, {q('a.py')}, O_RDONLY) = 3<{h(str(wt / 'a.py'))}>",
+        f"100 1.000006 openat(AT_FDCWD<{h(str(wt))}>, {q('/dev/null')}, O_WRONLY) = 5<{h('/dev/null')}>",
+    ]
+    events = parse(lines, tmp_path)
+    assert [(k, Path(d["resolved"]).name) for k, d in events] == [
+        ("fs.read", "a.py"), ("fs.write", "b.py"), ("fs.read", "c.db"), ("fs.write", "c.db")]
+    read = events[0][1]
+    assert read == {"path": "a.py", "resolved": str(wt / "a.py"), "in_worktree": True,
+                    "source": "strace", "content": "print(1)\n"}
+
+
+def test_unfinished_and_resumed_calls_are_joined(tmp_path: Path) -> None:
+    """Interleaved <unfinished ...> / <... resumed> lines from two pids form whole calls."""
+    lines = [
+        f"200 2.0 execve({q('/usr/bin/git')}, [{q('git')}, {q('status')}], 0x7ff /* 3 vars */ <unfinished ...>",
+        f"201 2.1 openat(AT_FDCWD<{h('/x')}>, {q('/x/y')}, O_RDONLY <unfinished ...>",
+        "200 2.2 <... execve resumed>) = 0",
+        f"201 2.3 <... openat resumed>) = 3<{h('/x/y')}>",
+        "202 2.4 <... openat resumed>) = 3",  # resumed without its start: ignored
+        "201 2.5 +++ exited with 0 +++",
+    ]
+    events = parse(lines, tmp_path)
+    assert events[0] == ("proc.exec", {"argv": ["git", "status"], "path": "/usr/bin/git",
+                                       "source": "strace"})
+    assert events[1][0] == "fs.read" and events[1][1]["resolved"] == "/x/y"
+    assert events[1][1]["in_worktree"] is False
+    assert len(events) == 2
+
+
+def test_failed_exec_is_skipped(tmp_path: Path) -> None:
+    """A shell's PATH search (execve ENOENT) is not a program run."""
+    lines = [f"1 1.0 execve({q('/usr/local/bin/x')}, [{q('x')}], 0x1 /* 1 var */) = -1 ENOENT (No such file or directory)"]
+    assert parse(lines, tmp_path) == []
+
+
+def test_connect_families(tmp_path: Path) -> None:
+    """IPv4, IPv6 and unix connects are recorded (failed ones too); other families are not."""
+    lines = [
+        f'1 1.0 connect(3<{h("socket:[1]")}>, {{sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr({q("93.184.216.34")})}}, 16) = -1 EINPROGRESS (Operation now in progress)',
+        f'1 1.1 connect(4<{h("socket:[2]")}>, {{sa_family=AF_INET6, sin6_port=htons(80), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, {q("::1")}, &sin6_addr), sin6_scope_id=0}}, 28) = 0',
+        f'1 1.2 connect(5<{h("socket:[3]")}>, {{sa_family=AF_UNIX, sun_path={q("/run/x.sock")}}}, 110) = -1 ENOENT (No such file or directory)',
+        f'1 1.3 connect(6<{h("socket:[4]")}>, {{sa_family=AF_NETLINK, nl_pid=0, nl_groups=00000000}}, 12) = 0',
+        f'1 1.4 connect(3<{h("socket:[5]")}>, {{sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr({q("93.184.216.34")})}}, 16) = 0',
+    ]
+    events = parse(lines, tmp_path)
+    assert [d for _k, d in events] == [
+        {"host": "93.184.216.34", "port": 443, "family": "inet", "source": "strace"},
+        {"host": "::1", "port": 80, "family": "inet6", "source": "strace"},
+        {"host": "/run/x.sock", "port": 0, "family": "unix", "source": "strace"},
+    ]
+
+
+def test_rename_unlink_mkdir_are_writes(tmp_path: Path) -> None:
+    """renameat2 (both names), unlinkat and mkdir are fs.write, resolved against their dirfd."""
+    wt = (tmp_path / "wt").resolve()
+    wt.mkdir()
+    lines = [
+        f"7 1.0 renameat2(AT_FDCWD<{h(str(wt))}>, {q('a.tmp')}, AT_FDCWD<{h(str(wt))}>, {q('a.py')}, RENAME_NOREPLACE) = 0",
+        f"7 1.1 unlinkat(5<{h('/tmp/other')}>, {q('junk')}, 0) = 0",
+        f"7 1.2 mkdir({q('/tmp/newdir')}, 0777) = 0",
+        f"7 1.3 unlinkat(AT_FDCWD<{h(str(wt))}>, {q('nope')}, 0) = -1 ENOENT (No such file or directory)",
+    ]
+    events = parse(lines, tmp_path)
+    assert [(k, d["resolved"], d["in_worktree"]) for k, d in events] == [
+        ("fs.write", str(wt / "a.tmp"), True),
+        ("fs.write", str(wt / "a.py"), True),
+        ("fs.write", "/tmp/other/junk", False),
+        ("fs.write", "/tmp/newdir", False),
+    ]
+
+
+def test_content_capture_rules(tmp_path: Path) -> None:
+    """Text files get bounded content; binary, system, home and over-budget files get none."""
+    wt = (tmp_path / "wt").resolve()
+    home = (tmp_path / "home").resolve()
+    wt.mkdir()
+    home.mkdir()
+    files = {
+        "small.txt": b"hello\n",
+        "big.txt": b"a" * 5000,
+        "bin.dat": b"\x00\x01\x02",
+        "late.txt": b"after budget\n",
+    }
+    for name, data in files.items():
+        (wt / name).write_bytes(data)
+    (home / "cred.json").write_text("{}")
+    lines = [f"9 1.{i} openat(AT_FDCWD<{h(str(wt))}>, {q(n)}, O_RDONLY) = 3<{h(str(wt / n))}>"
+             for i, n in enumerate(files)]
+    lines.append(f"9 2.0 openat(AT_FDCWD<{h(str(wt))}>, {q(str(home / 'cred.json'))}, O_RDONLY) = 3<{h(str(home / 'cred.json'))}>")
+    lines.append(f"9 2.1 openat(AT_FDCWD<{h(str(wt))}>, {q('/etc/passwd')}, O_RDONLY) = 3<{h('/etc/passwd')}>")
+    opts = TraceOptions(worktree=wt, home=home, content_limit=1000, content_budget=1010,
+                        capture_filter=str.upper)
+    events = {Path(d["resolved"]).name: d for _t, (_k, d) in parse_strace_lines(iter(lines), opts)}
+    assert events["small.txt"]["content"] == "HELLO\n"
+    assert events["big.txt"]["content"] == "A" * 1000
+    assert events["big.txt"]["truncated"] is True and events["big.txt"]["total_bytes"] == 5000
+    assert events["bin.dat"]["content"] is None
+    assert events["late.txt"]["content"] == "AFTE"  # the last 4 bytes of the budget
+    assert events["late.txt"]["truncated"] is True and events["late.txt"]["total_bytes"] == 13
+    assert events["cred.json"]["content"] is None
+    assert events["passwd"]["content"] is None
+
+
+def test_non_utf8_path_is_replaced(tmp_path: Path) -> None:
+    """A file name that is not UTF-8 is reported with replacement characters."""
+    bad = b"/t/bad-\xff.txt"
+    lines = [f"1 1.0 openat(AT_FDCWD<{h('/t')}>, {q(bad)}, O_WRONLY|O_CREAT, 0644) = 3<{h(bad)}>"]
+    (kind, data), = parse(lines, tmp_path)
+    assert kind == "fs.write" and data["resolved"] == "/t/bad-\ufffd.txt"
+
+
+def test_garbage_lines_are_ignored(tmp_path: Path) -> None:
+    """Lines that are not syscalls (or are cut off) produce nothing and raise nothing."""
+    lines = ["", "strace: Process 5 attached", "12 1.0 --- SIGCHLD {si_signo=SIGCHLD} ---",
+             "12 1.0 openat(AT_FDCWD, ", "junk junk", "12 x.y openat()"]
+    assert parse(lines, tmp_path) == []
+    assert list(iter_syscalls(iter(lines))) == []
+
+
+def test_strace_command_shape(tmp_path: Path) -> None:
+    """The tracer is detached (-DDD), follows forks, and sets the marker only in the agent's env."""
+    argv = strace_command(tmp_path / "log", {"LEDGER_ATTEMPT": "a#1"})
+    assert "-DDD" in argv and "-f" in argv and "-y" in argv and "-xx" in argv
+    assert argv[argv.index("-E") + 1] == "LEDGER_ATTEMPT=a#1"
+    assert argv[argv.index("-o") + 1] == str(tmp_path / "log")
+    assert argv[-1] == "--"
+
+
+@pytest.mark.strace
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not on PATH")
+def test_real_strace_log_parses(tmp_path: Path) -> None:
+    """A real strace run of a shell that reads, writes, renames and runs a program parses back."""
+    ok, reason = strace_status()
+    assert ok, reason
+    wt = (tmp_path / "wt").resolve()
+    wt.mkdir()
+    (wt / "in.txt").write_text("data\n")
+    log = tmp_path / "log"
+    script = "cat in.txt > out.txt; mv out.txt moved.txt; rm moved.txt"
+    argv = strace_command(log, {"LEDGER_ATTEMPT": "x"}) + ["/bin/sh", "-c", script]
+    subprocess.run(argv, cwd=wt, check=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5  # the detached tracer exits shortly after the command
+    while time.monotonic() < deadline and subprocess.run(
+            ["pgrep", "-f", str(log)], capture_output=True).returncode == 0:
+        time.sleep(0.02)
+    opts = TraceOptions(worktree=wt, home=tmp_path / "home")
+    events = [ev for _t, ev in parse_strace_lines(iter(log.read_text(errors="replace").splitlines()), opts)]
+    reads = {d["resolved"]: d for k, d in events if k == "fs.read"}
+    writes = {d["resolved"] for k, d in events if k == "fs.write"}
+    assert reads[str(wt / "in.txt")]["content"] == "data\n"
+    assert {str(wt / "out.txt"), str(wt / "moved.txt")} <= writes
+    assert any(d["argv"][:1] == ["cat"] for k, d in events if k == "proc.exec")
