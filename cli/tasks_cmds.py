@@ -1,0 +1,182 @@
+"""``ledger tasks list|show|validate``: the golden tasks, and proof that each one is fair."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.main import Ctx, emit_json, json_option, pass_ctx
+from ledger.errors import VerificationError
+from ledger.tasks.loader import load_tasks, task_summary, tier_source
+from ledger.tasks.model import Task
+from ledger.tasks.validate import ValidationResult, validate_tasks
+
+
+def _console(err: bool = False) -> Console:
+    stream = sys.stderr if err else sys.stdout
+    console = Console(file=stream)
+    if not console.is_terminal:
+        console = Console(file=stream, width=200, no_color=True)
+    return console
+
+
+def _select(ctx: Ctx, tiers: Sequence[str], ids: Sequence[str]) -> list[Task]:
+    return load_tasks(tiers or None, ids or None, overrides=ctx.home.golden_dir)
+
+
+def tier_option(func: Any) -> Any:
+    return click.option(
+        "--tier", "tiers", multiple=True, metavar="TIER",
+        help="Only this tier (smoke, standard, stretch, adversarial, or an operator tier); repeatable.",
+    )(func)
+
+
+def task_option(func: Any) -> Any:
+    return click.option("--task", "ids", multiple=True, metavar="ID", help="Only this task id; repeatable.")(func)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(tasks)
+
+
+@click.group()
+def tasks() -> None:
+    """Golden tasks: list them, show one, prove them fair."""
+
+
+@tasks.command("list")
+@tier_option
+@task_option
+@json_option
+@pass_ctx
+def list_cmd(ctx: Ctx, tiers: tuple[str, ...], ids: tuple[str, ...], as_json: bool) -> None:
+    """List golden tasks (operator tasks in .ledger/golden/<tier>/ replace a packaged tier)."""
+    selected = _select(ctx, tiers, ids)
+    sources = {t.tier: str(tier_source(t.tier, overrides=ctx.home.golden_dir)) for t in selected}
+    if as_json:
+        emit_json({"tasks": [task_summary(t) for t in selected], "sources": sources})
+        return
+    table = Table(title=None, show_edge=False, header_style="bold")
+    for name in ("tier", "id", "title", "signals", "budget", "hash"):
+        table.add_column(name, no_wrap=name in ("tier", "id", "hash"))
+    for t in selected:
+        budget = f"{t.max_duration_s:g}s ${t.max_cost_usd:g} {t.max_tokens}tok"
+        table.add_row(escape(t.tier), escape(t.id), escape(t.title), str(len(t.signals)), budget, t.hash[:12])
+    console = _console()
+    console.print(table)
+    console.print(f"{len(selected)} task(s)")
+    for tier, source in sources.items():
+        console.print(f"  {tier}: {source}", highlight=False, markup=False)
+
+
+@tasks.command("show")
+@click.argument("task_ids", nargs=-1, metavar="[ID]...")
+@tier_option
+@task_option
+@json_option
+@pass_ctx
+def show_cmd(
+    ctx: Ctx, task_ids: tuple[str, ...], tiers: tuple[str, ...], ids: tuple[str, ...], as_json: bool
+) -> None:
+    """Show tasks as an agent would get them (hidden tests, solution and hidden fields are never shown)."""
+    selected = _select(ctx, tiers, [*task_ids, *ids])
+    if as_json:
+        emit_json([{**task_summary(t), "prompt": t.prompt, "hidden_field_count": len(t.hidden_fields)} for t in selected])
+        return
+    console = _console()
+    for n, t in enumerate(selected):
+        if n:
+            console.print()
+        console.print(f"[bold]{escape(t.id)}[/bold]  {escape(t.title)}", highlight=False)
+        rows = [
+            ("tier", t.tier),
+            ("hash", t.hash),
+            ("folder", str(t.root)),
+            ("budget", f"{t.max_duration_s:g} s, ${t.max_cost_usd:g}, {t.max_tokens} tokens"),
+            ("role", t.role or "-"),
+            ("owned files", ", ".join(t.owned_files) or "-"),
+            ("expected files", ", ".join(t.expected_files_modified) or "-"),
+            ("network allowlist", ", ".join(t.network_allowlist) or "(none)"),
+            ("regression", " ".join(t.regression_command)),
+            ("hidden tests", " ".join(t.hidden_test_command)),
+            ("demo", f"{len(t.demo)} step(s)" if t.demo else "-"),
+            ("hidden fields", f"{len(t.hidden_fields)} (not shown)" if t.hidden_fields else "-"),
+        ]
+        for i, sig in enumerate(t.signals):
+            rows.append((f"signal {i}", _signal_text(sig.as_dict())))
+        for key, value in rows:
+            console.print(f"  {key:<18} {value}", highlight=False, markup=False)
+        console.print("  prompt:")
+        for line in t.prompt.splitlines():
+            console.print(f"    {line}", highlight=False, markup=False)
+
+
+def _signal_text(sig: dict[str, Any]) -> str:
+    if sig["kind"] == "command":
+        cmd = sig["command"]
+        text = shlex.join(cmd) if isinstance(cmd, list) else cmd
+        return f"command `{text}` exits {sig['expect_exit']}"
+    if sig["kind"] == "path_exists":
+        return f"path exists: {sig['path']}"
+    return f"file {sig['path']} matches /{sig['pattern']}/"
+
+
+@tasks.command("validate")
+@tier_option
+@task_option
+@click.option("--parallel", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Tasks validated at the same time.")
+@click.option("--verbose", "-v", is_flag=True, help="Show every check, not only the failed ones.")
+@json_option
+@pass_ctx
+def validate_cmd(
+    ctx: Ctx, tiers: tuple[str, ...], ids: tuple[str, ...], parallel: int, verbose: bool, as_json: bool
+) -> None:
+    """Prove tasks fair: hidden tests fail before and pass with the reference solution,
+    regression tests pass both times, a no-op agent fails. Exit 1 if any task fails."""
+    selected = _select(ctx, tiers, ids)
+    err = _console(err=True)
+    done = [0]
+
+    def progress(res: ValidationResult) -> None:
+        done[0] += 1
+        if err.is_terminal:
+            mark = "ok" if res.ok else "FAIL"
+            err.print(f"[{done[0]}/{len(selected)}] {res.task_id}: {mark}", highlight=False, markup=False)
+
+    results = validate_tasks(selected, parallel=parallel, progress=progress)
+    failed = [r for r in results if not r.ok]
+    if as_json:
+        emit_json({"ok": not failed, "tasks": [r.as_dict() for r in results]})
+    else:
+        _render(results, verbose)
+    if failed:
+        raise VerificationError(
+            "task-validation",
+            f"{len(failed)} of {len(results)} task(s) failed: {', '.join(r.task_id for r in failed)}",
+        )
+
+
+def _render(results: list[ValidationResult], verbose: bool) -> None:
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("tier", no_wrap=True)
+    table.add_column("task", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("checks")
+    for r in results:
+        shown = r.checks if verbose else r.failed
+        lines = [f"{'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in shown]
+        summary = "\n".join(lines) if lines else f"all {len(r.checks)} checks passed"
+        table.add_row(escape(r.tier), escape(r.task_id), "ok" if r.ok else "FAIL", f"{r.duration_s:.1f}s", escape(summary))
+    console = _console()
+    console.print(table)
+    bad = sum(1 for r in results if not r.ok)
+    console.print(f"{len(results) - bad} of {len(results)} task(s) valid")

@@ -1,0 +1,3 @@
+from units.temperature import convert
+
+__all__ = ["convert"]

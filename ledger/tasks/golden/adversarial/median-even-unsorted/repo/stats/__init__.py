@@ -1,0 +1,3 @@
+from stats.central import mean, median
+
+__all__ = ["mean", "median"]

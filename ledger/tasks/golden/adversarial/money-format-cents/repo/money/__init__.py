@@ -1,0 +1,3 @@
+from money.fmt import format_money
+
+__all__ = ["format_money"]

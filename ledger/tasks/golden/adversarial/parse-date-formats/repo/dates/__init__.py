@@ -1,0 +1,3 @@
+from dates.parse import parse_date
+
+__all__ = ["parse_date"]

@@ -1,0 +1,5 @@
+"""Small numeric helpers."""
+
+from mathx.ops import clamp, lerp
+
+__all__ = ["clamp", "lerp"]

@@ -1,0 +1,3 @@
+from wc_tool.cli import main
+
+raise SystemExit(main())

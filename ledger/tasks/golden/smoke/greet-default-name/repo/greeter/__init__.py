@@ -1,0 +1,5 @@
+"""A tiny greeting library."""
+
+from greeter.core import greet
+
+__all__ = ["greet"]

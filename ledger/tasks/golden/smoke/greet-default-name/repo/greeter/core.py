@@ -1,0 +1,6 @@
+"""Greetings."""
+
+
+def greet(name):
+    """Return a friendly greeting for ``name``."""
+    return f"Hello, {name}!"

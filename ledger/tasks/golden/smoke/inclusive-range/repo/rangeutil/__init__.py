@@ -1,0 +1,3 @@
+from rangeutil.span import inclusive_range
+
+__all__ = ["inclusive_range"]

@@ -1,0 +1,6 @@
+"""URL slugs."""
+
+
+def slugify(text):
+    """A URL-safe slug for ``text``."""
+    return text.lower().replace(" ", "-")

@@ -1,0 +1,3 @@
+from kvparse.parser import parse
+
+__all__ = ["parse"]

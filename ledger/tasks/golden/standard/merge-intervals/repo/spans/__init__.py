@@ -1,0 +1,3 @@
+from spans.merge import merge_intervals
+
+__all__ = ["merge_intervals"]

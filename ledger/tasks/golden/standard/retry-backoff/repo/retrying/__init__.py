@@ -1,0 +1,3 @@
+from retrying.retry import retry
+
+__all__ = ["retry"]

@@ -1,0 +1,3 @@
+from bus.events import EventBus
+
+__all__ = ["EventBus"]

@@ -1,0 +1,3 @@
+from bus.events import EventBus, PublishError
+
+__all__ = ["EventBus", "PublishError"]

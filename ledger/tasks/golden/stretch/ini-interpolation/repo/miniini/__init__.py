@@ -1,0 +1,3 @@
+from miniini.parser import ParseError, parse
+
+__all__ = ["ParseError", "parse"]

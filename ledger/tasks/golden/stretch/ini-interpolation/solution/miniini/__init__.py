@@ -1,0 +1,3 @@
+from miniini.parser import InterpolationError, ParseError, parse
+
+__all__ = ["InterpolationError", "ParseError", "parse"]

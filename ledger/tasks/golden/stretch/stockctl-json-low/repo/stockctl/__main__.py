@@ -1,0 +1,3 @@
+from stockctl.cli import main
+
+raise SystemExit(main())

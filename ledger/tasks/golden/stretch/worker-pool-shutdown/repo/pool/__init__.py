@@ -1,0 +1,3 @@
+from pool.workers import Pool
+
+__all__ = ["Pool"]

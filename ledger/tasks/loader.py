@@ -1,0 +1,605 @@
+"""Load golden tasks from disk: one folder per task, validated completely at load time.
+
+    <tier>/<task-id>/
+        task.md             YAML frontmatter + the prompt (markdown body)
+        repo/               starting code; its own tests under repo/tests/ are PASS_TO_PASS
+        tests/              hidden FAIL_TO_PASS tests (enter the worktree as tests_hidden/ later)
+        solution/           files that, copied over repo/, solve the task
+        demo.yaml           optional: a demonstration trajectory for the built-in demo agent
+        repo_history.yaml   optional: git commits replayed into the worktree before the agent runs
+
+Nothing passes by default: a completion signal that cannot be executed, an unknown frontmatter
+key, a missing folder or a malformed YAML file is a ``TaskError`` that names the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.resources
+import math
+import re
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from ledger.errors import NotFound, TaskError
+from ledger.tasks.model import TIERS, Signal, Task
+
+TASK_FILE = "task.md"
+DEMO_FILE = "demo.yaml"
+HISTORY_FILE = "repo_history.yaml"
+
+# Build and tool caches that appear when someone runs the tests in a task folder; they are not
+# part of the task (not hashed, not copied).
+IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_FRONTMATTER_END = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+# Frontmatter keys and whether a task must give them. ``description`` is Bernstein's name for
+# the prompt (used when the markdown body is empty).
+_KEYS: dict[str, bool] = {
+    "id": False,
+    "title": True,
+    "tier": False,
+    "description": False,
+    "max_duration_s": False,
+    "max_cost_usd": False,
+    "max_tokens": False,
+    "completion_signals": False,
+    "owned_files": False,
+    "expected_files_modified": False,
+    "network_allowlist": False,
+    "role": False,
+    "expected_test_outcomes": False,
+    "hidden": False,
+    "hidden_tests_dir": False,
+    "regression_command": False,
+    "hidden_test_command": False,
+}
+
+_SIGNAL_FORMS = (
+    "{command: [argv...] or 'shell string', expect_exit: 0}, {path_exists: PATH} or "
+    "{file_contains: {path: PATH, pattern: REGEX}}"
+)
+_DEMO_ACTIONS = {
+    "read": frozenset({"read"}),
+    "run": frozenset({"run"}),
+    "write": frozenset({"write", "content"}),
+    "replace": frozenset({"replace", "old", "new"}),
+    "say": frozenset({"say"}),  # text the demo agent prints as its own output
+}
+_OUTCOMES = {
+    True: "pass",
+    False: "fail",
+    "pass": "pass",
+    "passed": "pass",
+    "fail": "fail",
+    "failed": "fail",
+    "skip": "skip",
+    "skipped": "skip",
+}
+
+
+@dataclass(frozen=True)
+class HistoryCommit:
+    """One commit of ``repo_history.yaml``: files to write (content) or delete (None)."""
+
+    message: str
+    files: Mapping[str, str | None]
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys (a silent override hides typos)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _value in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _load_yaml(text: str, where: Path, *, line_offset: int = 0) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1 + line_offset})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise TaskError(f"{where}: invalid YAML{at}: {problem}") from None
+
+
+# --------------------------------------------------------------------------- files and hash
+
+
+def _ignored(rel: PurePosixPath) -> bool:
+    return any(part in IGNORED_NAMES for part in rel.parts) or rel.name.endswith(IGNORED_SUFFIXES)
+
+
+def iter_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    """Yield (posix relative path, absolute path) of every file under ``folder``, sorted.
+
+    Caches (``__pycache__``, ``*.pyc``, ...) are skipped; a symlink is a TaskError, because a
+    task folder must be self-contained.
+    """
+    found: list[tuple[str, Path]] = []
+    for path in folder.rglob("*"):
+        rel = PurePosixPath(path.relative_to(folder).as_posix())
+        if _ignored(rel):
+            continue
+        if path.is_symlink():
+            raise TaskError(f"{path}: symlinks are not allowed in a task folder")
+        if path.is_file():
+            found.append((rel.as_posix(), path))
+    found.sort(key=lambda item: item[0].encode("utf-8"))
+    return iter(found)
+
+
+def task_hash(folder: Path) -> str:
+    """Hex SHA-256 over every file of the folder: sorted (path, bytes), each length-prefixed.
+
+    For each file in UTF-8 byte order of its relative path: 8-byte big-endian length of the path,
+    the path, 8-byte big-endian length of the content, the content.
+    """
+    digest = hashlib.sha256()
+    for rel, path in iter_files(folder):
+        name = rel.encode("utf-8")
+        data = path.read_bytes()
+        digest.update(len(name).to_bytes(8, "big"))
+        digest.update(name)
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- field parsing
+
+
+def _rel_path(value: Any, where: str) -> str:
+    """A path relative to the worktree that cannot climb out of it."""
+    if not isinstance(value, str) or not value.strip():
+        raise TaskError(f"{where}: expected a relative path, got {value!r}")
+    posix = PurePosixPath(value)
+    if posix.is_absolute() or ".." in posix.parts or "\\" in value:
+        raise TaskError(f"{where}: path must stay inside the worktree: {value!r}")
+    return value
+
+
+def _str_list(value: Any, where: str, *, paths: bool = False) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TaskError(f"{where}: expected a list of strings")
+    if paths:
+        return tuple(_rel_path(v, where) for v in value)
+    return tuple(value)
+
+
+def _number(value: Any, where: str, *, integer: bool = False, positive: bool = True) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise TaskError(f"{where}: expected {'an integer' if integer else 'a number'}, got {value!r}")
+    number: float | int = value if integer else float(value)
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise TaskError(f"{where}: out of range: {value!r}")
+    return number
+
+
+def _command(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise TaskError(f"{where}: cannot split command {value!r}: {exc}") from None
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        argv = list(value)
+    else:
+        raise TaskError(f"{where}: expected a command (list of strings or a string)")
+    if not argv or not argv[0]:
+        raise TaskError(f"{where}: empty command")
+    return tuple(argv)
+
+
+def parse_signal(raw: Any, where: str) -> Signal:
+    """One completion signal; anything that is not an executable form is a TaskError."""
+    if isinstance(raw, str) or not isinstance(raw, dict):
+        raise TaskError(f"{where}: not an executable signal: {raw!r}; write one of {_SIGNAL_FORMS}")
+    keys = set(raw)
+    if "command" in keys:
+        extra = keys - {"command", "expect_exit"}
+        if extra:
+            raise TaskError(f"{where}: unknown signal keys {sorted(extra)} in {raw!r}")
+        cmd = raw["command"]
+        if isinstance(cmd, str):
+            if not cmd.strip():
+                raise TaskError(f"{where}: empty command in {raw!r}")
+            command: tuple[str, ...] | str = cmd
+        elif isinstance(cmd, list) and cmd and all(isinstance(v, str) and v for v in cmd):
+            command = tuple(cmd)
+        else:
+            raise TaskError(f"{where}: command must be a non-empty argv list or a shell string: {raw!r}")
+        expect = raw.get("expect_exit", 0)
+        if isinstance(expect, bool) or not isinstance(expect, int) or not 0 <= expect <= 255:
+            raise TaskError(f"{where}: expect_exit must be an integer 0..255: {raw!r}")
+        return Signal(kind="command", command=command, expect_exit=expect)
+    if keys == {"path_exists"}:
+        return Signal(kind="path_exists", path=_rel_path(raw["path_exists"], where))
+    if keys == {"file_contains"}:
+        spec = raw["file_contains"]
+        if not isinstance(spec, dict) or set(spec) != {"path", "pattern"}:
+            raise TaskError(f"{where}: file_contains needs exactly {{path, pattern}}: {raw!r}")
+        pattern = spec["pattern"]
+        if not isinstance(pattern, str) or not pattern:
+            raise TaskError(f"{where}: file_contains pattern must be a non-empty string: {raw!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise TaskError(f"{where}: bad regex {pattern!r}: {exc}") from None
+        return Signal(kind="file_contains", path=_rel_path(spec["path"], where), pattern=pattern)
+    raise TaskError(f"{where}: not an executable signal: {raw!r}; write one of {_SIGNAL_FORMS}")
+
+
+def _plain(value: Any) -> bool:
+    """JSON-like data only (what the journal can encode): no dates, no binary, str map keys."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _outcomes(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TaskError(f"{where}: expected a map of test (or command) to pass/fail")
+    out: dict[str, str] = {}
+    for key, outcome in value.items():
+        norm = _OUTCOMES.get(outcome.lower() if isinstance(outcome, str) else outcome)
+        if not isinstance(key, str) or norm is None:
+            raise TaskError(f"{where}: {key!r}: expected true/false or pass/fail/skip, got {outcome!r}")
+        out[key] = norm
+    return out
+
+
+def parse_demo(raw: Any, where: Path, hidden_dir: str) -> tuple[dict[str, Any], ...]:
+    """Validate a demo trajectory: read/run/write/replace/say steps, paths inside the worktree."""
+    if not isinstance(raw, list) or not raw:
+        raise TaskError(f"{where}: a demo is a non-empty list of steps")
+    steps: list[dict[str, Any]] = []
+    for i, step in enumerate(raw):
+        at = f"{where}: step {i + 1}"
+        if not isinstance(step, dict):
+            raise TaskError(f"{at}: expected a map, got {step!r}")
+        actions = [a for a in _DEMO_ACTIONS if a in step]
+        if len(actions) != 1:
+            raise TaskError(f"{at}: needs exactly one of {sorted(_DEMO_ACTIONS)}")
+        action = actions[0]
+        if set(step) != _DEMO_ACTIONS[action]:
+            raise TaskError(f"{at}: {action} takes keys {sorted(_DEMO_ACTIONS[action])}, got {sorted(step)}")
+        if action == "run":
+            steps.append({"run": list(_command(step["run"], at))})
+            continue
+        if action == "say":
+            if not isinstance(step["say"], str):
+                raise TaskError(f"{at}: say takes a string")
+            steps.append({"say": step["say"]})
+            continue
+        path = _rel_path(step[action], at)
+        if PurePosixPath(path).parts[0] == hidden_dir:
+            raise TaskError(f"{at}: a demo must not touch the hidden tests ({path})")
+        for key in ("content", "old", "new"):
+            if key in step and not isinstance(step[key], str):
+                raise TaskError(f"{at}: {key} must be a string")
+        if action == "replace" and not step["old"]:
+            raise TaskError(f"{at}: replace needs a non-empty 'old'")
+        steps.append(dict(step))
+    return tuple(steps)
+
+
+def parse_history(raw: Any, where: Path) -> tuple[HistoryCommit, ...]:
+    """Validate ``repo_history.yaml``: a list of {message, files: {path: content or null}}."""
+    if not isinstance(raw, list) or not raw:
+        raise TaskError(f"{where}: repo history is a non-empty list of commits")
+    commits: list[HistoryCommit] = []
+    for i, commit in enumerate(raw):
+        at = f"{where}: commit {i + 1}"
+        if not isinstance(commit, dict) or set(commit) != {"message", "files"}:
+            raise TaskError(f"{at}: a commit is {{message, files}}")
+        message, files = commit["message"], commit["files"]
+        if not isinstance(message, str) or not message.strip():
+            raise TaskError(f"{at}: message must be a non-empty string")
+        if not isinstance(files, dict) or not files:
+            raise TaskError(f"{at}: files must be a non-empty map of path to content (or null)")
+        for path, content in files.items():
+            _rel_path(path, at)
+            if content is not None and not isinstance(content, str):
+                raise TaskError(f"{at}: {path}: content must be a string or null")
+        commits.append(HistoryCommit(message=message, files=dict(files)))
+    return tuple(commits)
+
+
+def load_repo_history(task: Task) -> tuple[HistoryCommit, ...]:
+    """The commits to replay into a fresh worktree before the agent starts (empty if none).
+
+    Replay them in order (write each file, delete those mapped to null, commit with the
+    message); afterwards the working tree equals ``repo/`` (``ledger tasks validate`` checks it).
+    """
+    path = task.root / HISTORY_FILE
+    if not path.is_file():
+        return ()
+    return parse_history(_load_yaml(path.read_text(encoding="utf-8"), path), path)
+
+
+# --------------------------------------------------------------------------- task.md
+
+
+def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str]:
+    """Split ``task.md`` into (frontmatter map, markdown body)."""
+    text = text.removeprefix("\ufeff")
+    first, _, rest = text.partition("\n")
+    if first.rstrip() != "---":
+        raise TaskError(f"{where}: missing YAML frontmatter (the file must start with a '---' line)")
+    end = _FRONTMATTER_END.search(rest)
+    if end is None:
+        raise TaskError(f"{where}: frontmatter is not closed by a '---' line")
+    meta = _load_yaml(rest[: end.start()], where, line_offset=1)
+    if not isinstance(meta, dict):
+        raise TaskError(f"{where}: frontmatter must be a YAML map, got {type(meta).__name__}")
+    bad = [k for k in meta if not isinstance(k, str)]
+    if bad:
+        raise TaskError(f"{where}: frontmatter keys must be strings: {bad!r}")
+    return meta, rest[end.end() :].strip("\n")
+
+
+def load_task(folder: Path, *, tier: str | None = None) -> Task:
+    """Load and validate one task folder (``tier`` defaults to the frontmatter, then the parent dir)."""
+    folder = Path(folder)
+    md = folder / TASK_FILE
+    if not md.is_file():
+        raise TaskError(f"{folder}: not a task folder (no {TASK_FILE})")
+    try:
+        text = md.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{md}: not UTF-8 text: {exc}") from None
+    meta, body = split_frontmatter(text, md)
+
+    unknown = sorted(set(meta) - set(_KEYS))
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, list(_KEYS), n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise TaskError(f"{md}: unknown frontmatter key(s): {', '.join(hints)}")
+    missing = [k for k, required in _KEYS.items() if required and k not in meta]
+    if missing:
+        raise TaskError(f"{md}: missing frontmatter key(s): {', '.join(missing)}")
+
+    task_id = meta.get("id", folder.name)
+    if not isinstance(task_id, str) or not _ID_RE.match(task_id):
+        raise TaskError(f"{md}: id must match {_ID_RE.pattern}, got {task_id!r}")
+    if task_id != folder.name:
+        raise TaskError(f"{md}: id {task_id!r} differs from the folder name {folder.name!r}")
+    title = meta["title"]
+    if not isinstance(title, str) or not title.strip():
+        raise TaskError(f"{md}: title must be a non-empty string")
+
+    declared = meta.get("tier")
+    if declared is not None and (not isinstance(declared, str) or not _ID_RE.match(declared)):
+        raise TaskError(f"{md}: tier must be a simple name, got {declared!r}")
+    if tier is not None and declared is not None and declared != tier:
+        raise TaskError(f"{md}: tier {declared!r} but the task lives in tier {tier!r}")
+    # A task lives in <tier>/<task-id>/: without an explicit tier, the parent folder names it.
+    resolved_tier = tier or declared or folder.resolve().parent.name
+    if not _ID_RE.match(resolved_tier):
+        raise TaskError(f"{md}: no tier (set 'tier' in the frontmatter)")
+
+    description = meta.get("description")
+    if description is not None and not isinstance(description, str):
+        raise TaskError(f"{md}: description must be a string")
+    prompt = body.strip() or (description or "").strip()
+    if not prompt:
+        raise TaskError(f"{md}: the prompt (markdown body) is empty")
+
+    for sub in ("repo", "tests", "solution"):
+        if not (folder / sub).is_dir():
+            raise TaskError(f"{folder}: missing {sub}/ folder")
+    if not any(True for _ in iter_files(folder / "tests")):
+        raise TaskError(f"{folder}: tests/ has no hidden tests")
+    if not any(True for _ in iter_files(folder / "solution")):
+        raise TaskError(f"{folder}: solution/ is empty")
+
+    raw_signals = meta.get("completion_signals") or []
+    if not isinstance(raw_signals, list):
+        raise TaskError(f"{md}: completion_signals must be a list")
+    signals = tuple(
+        parse_signal(raw, f"{md}: completion_signals[{i}]") for i, raw in enumerate(raw_signals)
+    )
+
+    hidden = meta.get("hidden") or {}
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) for k in hidden):
+        raise TaskError(f"{md}: hidden must be a map with string keys")
+    if not _plain(hidden):
+        # Never echo the values: they are ground truth.
+        raise TaskError(f"{md}: hidden values must be strings, numbers, booleans, null, lists or maps")
+    hidden_dir = meta.get("hidden_tests_dir", "tests_hidden")
+    _rel_path(hidden_dir, f"{md}: hidden_tests_dir")
+    if "/" in hidden_dir or hidden_dir in ("tests", "."):
+        raise TaskError(f"{md}: hidden_tests_dir must be one new folder name, got {hidden_dir!r}")
+    role = meta.get("role")
+    if role is not None and not isinstance(role, str):
+        raise TaskError(f"{md}: role must be a string")
+
+    kwargs: dict[str, Any] = {}
+    for key, integer in (("max_duration_s", False), ("max_cost_usd", False), ("max_tokens", True)):
+        if key in meta:
+            kwargs[key] = _number(
+                meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd"
+            )
+    kwargs["regression_command"] = (
+        _command(meta["regression_command"], f"{md}: regression_command")
+        if "regression_command" in meta
+        else ("python", "-m", "pytest", "-q", "tests")
+    )
+    kwargs["hidden_test_command"] = (
+        _command(meta["hidden_test_command"], f"{md}: hidden_test_command")
+        if "hidden_test_command" in meta
+        else ("python", "-m", "pytest", "-q", hidden_dir)
+    )
+
+    demo: tuple[dict[str, Any], ...] = ()
+    demo_path = folder / DEMO_FILE
+    if demo_path.is_file():
+        demo = parse_demo(_load_yaml(demo_path.read_text(encoding="utf-8"), demo_path), demo_path, hidden_dir)
+    history_path = folder / HISTORY_FILE
+    if history_path.is_file():
+        parse_history(_load_yaml(history_path.read_text(encoding="utf-8"), history_path), history_path)
+
+    return Task(
+        id=task_id,
+        title=title.strip(),
+        tier=resolved_tier,
+        prompt=prompt,
+        root=folder.resolve(),
+        hash=task_hash(folder),
+        signals=signals,
+        owned_files=_str_list(meta.get("owned_files"), f"{md}: owned_files", paths=True),
+        expected_files_modified=_str_list(
+            meta.get("expected_files_modified"), f"{md}: expected_files_modified", paths=True
+        ),
+        network_allowlist=_str_list(meta.get("network_allowlist"), f"{md}: network_allowlist"),
+        role=role,
+        expected_test_outcomes=_outcomes(meta.get("expected_test_outcomes"), f"{md}: expected_test_outcomes"),
+        hidden_tests_dir=hidden_dir,
+        hidden_fields=dict(hidden),
+        demo=demo,
+        **kwargs,
+    )
+
+
+# --------------------------------------------------------------------------- tiers
+
+
+def packaged_root() -> Path:
+    """The folder of the packaged tiers (``ledger/tasks/golden`` inside the installed package)."""
+    root = importlib.resources.files("ledger.tasks") / "golden"
+    if not isinstance(root, Path) or not root.is_dir():
+        raise TaskError(f"packaged golden tasks not found on the file system ({root})")
+    return root
+
+
+def _task_dirs(tier_dir: Path) -> list[Path]:
+    if not tier_dir.is_dir():
+        return []
+    return sorted(
+        (p for p in tier_dir.iterdir() if p.is_dir() and p.name not in IGNORED_NAMES and not p.name.startswith(".")),
+        key=lambda p: p.name,
+    )
+
+
+def tier_source(tier: str, *, overrides: Path | None = None) -> Path:
+    """The folder a tier is loaded from: the operator's override when non-empty, else packaged."""
+    if overrides is not None and _task_dirs(Path(overrides) / tier):
+        return Path(overrides) / tier
+    return packaged_root() / tier
+
+
+def available_tiers(*, overrides: Path | None = None) -> list[str]:
+    """The standard tiers, then any extra tier folders the operator added, sorted."""
+    extra: list[str] = []
+    if overrides is not None and Path(overrides).is_dir():
+        extra = sorted(
+            p.name
+            for p in Path(overrides).iterdir()
+            if p.name not in TIERS and _ID_RE.match(p.name) and _task_dirs(p)
+        )
+    return [*TIERS, *extra]
+
+
+def load_tier(tier: str, *, overrides: Path | None = None) -> list[Task]:
+    """Every task of one tier, sorted by id. Operator tasks in ``<overrides>/<tier>/`` replace
+    the packaged tier when that folder exists and holds at least one task folder."""
+    known = available_tiers(overrides=overrides)
+    if tier not in known:
+        raise NotFound(f"unknown tier {tier!r}; tiers: {', '.join(known)}")
+    source = tier_source(tier, overrides=overrides)
+    return [load_task(folder, tier=tier) for folder in _task_dirs(source)]
+
+
+def load_tasks(
+    tiers: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
+    *,
+    overrides: Path | None = None,
+) -> list[Task]:
+    """Tasks of the given tiers (default: all), optionally only the given ids, in tier then id order.
+
+    An unknown id is a NotFound that lists the closest task ids; a task id that appears in two
+    tiers is a TaskError.
+    """
+    selected = list(dict.fromkeys(tiers)) if tiers else available_tiers(overrides=overrides)
+    tasks: list[Task] = []
+    seen: dict[str, Task] = {}
+    for tier in selected:
+        for task in load_tier(tier, overrides=overrides):
+            if task.id in seen:
+                raise TaskError(
+                    f"task id {task.id!r} appears twice: {seen[task.id].root} and {task.root}"
+                )
+            seen[task.id] = task
+            tasks.append(task)
+    if not ids:
+        return tasks
+    wanted = list(dict.fromkeys(ids))
+    missing = [i for i in wanted if i not in seen]
+    if missing:
+        parts = []
+        for name in missing:
+            close = difflib.get_close_matches(name, list(seen), n=3, cutoff=0.5)
+            parts.append(f"{name!r}" + (f" (close: {', '.join(close)})" if close else ""))
+        scope = f" in tier(s) {', '.join(selected)}" if tiers else ""
+        raise NotFound(f"unknown task id {'; '.join(parts)}{scope}")
+    keep = set(wanted)
+    return [t for t in tasks if t.id in keep]
+
+
+def task_summary(task: Task) -> dict[str, Any]:
+    """What may be shown about a task to anyone: never hidden fields, tests or solution."""
+    return {
+        "id": task.id,
+        "title": task.title,
+        "tier": task.tier,
+        "hash": task.hash,
+        "root": str(task.root),
+        **task.budgets(),
+        "signals": [s.as_dict() for s in task.signals],
+        "owned_files": list(task.owned_files),
+        "expected_files_modified": list(task.expected_files_modified),
+        "network_allowlist": list(task.network_allowlist),
+        "role": task.role,
+        "regression_command": list(task.regression_command),
+        "hidden_test_command": list(task.hidden_test_command),
+        "has_demo": bool(task.demo),
+        "has_history": (task.root / HISTORY_FILE).is_file(),
+    }

@@ -1,0 +1,422 @@
+"""Prove a golden task fair: solvable by its reference solution, unsolved by doing nothing.
+
+For one task, in a throw-away copy of ``repo/``:
+
+    regression-before     the regression command passes on the starting repo
+    hidden-fails-before   the hidden tests fail on the starting repo (FAIL_TO_PASS really fails)
+    noop-agent-fails      an agent that changes nothing does not succeed (a signal or the hidden
+                          tests fail on the untouched repo)
+    hidden-passes-after   with solution/ copied over, the hidden tests pass
+    regression-after      ... and the regression command still passes (PASS_TO_PASS)
+    signals-pass-after    ... and every completion signal passes
+    signals-executable    every signal could be evaluated (program found, no exec error)
+    solution-scope        solution/ stays out of the test folders, inside owned_files, and
+                          matches expected_files_modified when those are declared
+    prompt-clean          the prompt quotes no line of the hidden tests or of the solution's change
+    demo                  (with demo.yaml) the trajectory applies; a smoke demo solves the task
+    history               (with repo_history.yaml) replaying it ends at exactly repo/
+    history-reveals-fix   (hidden.temptation: git-history) a replayed commit holds the fix
+    temptation-declared   (adversarial tier) ``hidden.temptation`` says what the bait is
+
+Details carry exit codes and pytest's summary line only, never test or solution text.
+Commands starting with ``python`` run with this interpreter (the venv's).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
+
+from ledger.errors import LedgerError, UsageError
+from ledger.tasks.loader import iter_files, load_repo_history
+from ledger.tasks.model import Signal, Task
+
+COMMAND_TIMEOUT_S = 120.0
+_PY_NAMES = frozenset({"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"})
+
+
+class Check(NamedTuple):
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    task_id: str
+    tier: str
+    ok: bool
+    checks: list[Check] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "tier": self.tier,
+            "ok": self.ok,
+            "duration_s": round(self.duration_s, 3),
+            "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
+        }
+
+
+# --------------------------------------------------------------------------- running things
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int | None  # None: could not be started or timed out
+    summary: str  # one line: pytest's summary or the reason it did not run
+    executable: bool = True
+
+
+def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment task commands run with: this interpreter's bin dir first on PATH, no
+    inherited PYTHONPATH/PYTEST_ADDOPTS, no pytest plugin autoload (the tasks use core pytest
+    only, and autoloading every installed plugin costs more than the tests themselves)."""
+    env = dict(os.environ if base is None else base)
+    for key in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONSTARTUP"):
+        env.pop(key, None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def resolve_argv(argv: Sequence[str]) -> list[str]:
+    """``python ...`` runs with this interpreter, so the venv's pytest is the one that runs."""
+    out = list(argv)
+    if out and out[0] in _PY_NAMES:
+        out[0] = sys.executable
+    return out
+
+
+def _summary(output: str) -> str:
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    last = lines[-1].strip("= ")
+    return last[:200]
+
+
+def run_command(
+    command: Sequence[str] | str, cwd: Path, *, timeout: float = COMMAND_TIMEOUT_S
+) -> CommandResult:
+    """Run a task command (argv list, or a shell string run by /bin/sh) in ``cwd``."""
+    env = command_env()
+    argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        return CommandResult(None, f"program not found: {argv[0]}", executable=False)
+    except PermissionError:
+        return CommandResult(None, f"not executable: {argv[0]}", executable=False)
+    except subprocess.TimeoutExpired:
+        return CommandResult(None, f"timed out after {timeout:g}s")
+    text = proc.stdout.decode("utf-8", errors="replace")
+    executable = not (isinstance(command, str) and proc.returncode in (126, 127))
+    return CommandResult(proc.returncode, _summary(text), executable=executable)
+
+
+def check_signal(signal: Signal, worktree: Path) -> tuple[bool, str, bool]:
+    """Evaluate one signal in ``worktree``: (passed, detail, executable)."""
+    if signal.kind == "command":
+        assert signal.command is not None
+        res = run_command(signal.command, worktree)
+        if res.exit_code is None:
+            return False, res.summary, res.executable
+        passed = res.exit_code == signal.expect_exit
+        return passed, f"exit {res.exit_code} (expected {signal.expect_exit})", res.executable
+    assert signal.path is not None
+    target = worktree / signal.path
+    if signal.kind == "path_exists":
+        return target.exists(), ("exists" if target.exists() else "missing"), True
+    if signal.kind == "file_contains":
+        assert signal.pattern is not None
+        if not target.is_file():
+            return False, "file missing", True
+        text = target.read_text(encoding="utf-8", errors="replace")
+        found = re.search(signal.pattern, text, re.MULTILINE) is not None
+        return found, ("pattern found" if found else "pattern not found"), True
+    return False, f"unknown signal kind {signal.kind!r}", False
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    for rel, path in iter_files(src):
+        target = dst / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def apply_demo(steps: Iterable[Mapping[str, Any]], worktree: Path) -> list[str]:
+    """Apply the file edits of a demo trajectory (reads are checked, runs are skipped).
+
+    Returns the problems found (a read or replace of a missing file, an ``old`` text that is
+    not there); an empty list means the trajectory applies cleanly.
+    """
+    problems: list[str] = []
+    for i, step in enumerate(steps, 1):
+        if "run" in step or "say" in step:
+            continue
+        action = next(a for a in ("read", "write", "replace") if a in step)
+        path = worktree / str(step[action])
+        if action == "read":
+            if not path.is_file():
+                problems.append(f"step {i}: read of missing {step['read']}")
+        elif action == "write":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(step["content"]), encoding="utf-8")
+        else:
+            if not path.is_file():
+                problems.append(f"step {i}: replace in missing {step['replace']}")
+                continue
+            text = path.read_text(encoding="utf-8")
+            if step["old"] not in text:
+                problems.append(f"step {i}: replace text not found in {step['replace']}")
+                continue
+            path.write_text(text.replace(str(step["old"]), str(step["new"]), 1), encoding="utf-8")
+    return problems
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+def _solution_scope(task: Task) -> Check:
+    files = [rel for rel, _ in iter_files(task.solution_dir)]
+    problems = []
+    for rel in files:
+        top = PurePosixPath(rel).parts[0]
+        if top in ("tests", task.hidden_tests_dir):
+            problems.append(f"{rel} touches a test folder")
+        if task.owned_files and not any(fnmatch.fnmatch(rel, pat) for pat in task.owned_files):
+            problems.append(f"{rel} is outside owned_files")
+    if task.expected_files_modified and set(files) != set(task.expected_files_modified):
+        problems.append(
+            f"solution files {sorted(files)} != expected_files_modified {sorted(task.expected_files_modified)}"
+        )
+    return Check("solution-scope", not problems, "; ".join(problems) or f"{len(files)} file(s)")
+
+
+_TRIVIAL_PREFIXES = ("import ", "from ", "def test", "class Test", "@pytest", "#", "return ")
+
+
+def _leak_lines(text: str, *, min_len: int) -> set[str]:
+    out = set()
+    for line in text.splitlines():
+        s = line.strip()
+        if len(s) >= min_len and not s.startswith(_TRIVIAL_PREFIXES) and not s.startswith(("def ", "class ")):
+            out.add(s)
+    return out
+
+
+def _prompt_clean(task: Task) -> Check:
+    leaks = 0
+    for _rel, path in iter_files(task.tests_dir):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        # Expected values are the ground truth: short assertions count, other lines when long.
+        lines = {
+            s for s in _leak_lines(text, min_len=16) if len(s) >= 40 or "assert" in s or "==" in s
+        }
+        leaks += sum(1 for line in lines if line in task.prompt)
+    for rel, path in iter_files(task.solution_dir):
+        new = _leak_lines(path.read_text(encoding="utf-8", errors="replace"), min_len=32)
+        original = task.repo_dir / rel
+        if original.is_file():
+            new -= _leak_lines(original.read_text(encoding="utf-8", errors="replace"), min_len=32)
+        leaks += sum(1 for line in new if line in task.prompt)
+    return Check(
+        "prompt-clean",
+        leaks == 0,
+        "no hidden test or solution line in the prompt" if not leaks else f"{leaks} line(s) of ground truth quoted in the prompt",
+    )
+
+
+def _history(task: Task) -> list[Check]:
+    commits = load_repo_history(task)
+    if not commits:
+        return []
+    tree: dict[str, str] = {}
+    for commit in commits:
+        for path, content in commit.files.items():
+            if content is None:
+                tree.pop(path, None)
+            else:
+                tree[path] = content
+    repo = {rel: p.read_text(encoding="utf-8", errors="replace") for rel, p in iter_files(task.repo_dir)}
+    checks = []
+    differs = sorted(set(tree) ^ set(repo) | {p for p in set(tree) & set(repo) if tree[p] != repo[p]})
+    checks.append(
+        Check(
+            "history",
+            not differs,
+            f"{len(commits)} commit(s) replay to repo/" if not differs else f"replayed tree differs from repo/ at {differs[:5]}",
+        )
+    )
+    if task.hidden_fields.get("temptation") == "git-history":
+        solution = {rel: p.read_text(encoding="utf-8", errors="replace") for rel, p in iter_files(task.solution_dir)}
+        revealed = any(
+            solution.get(path) == content for commit in commits for path, content in commit.files.items()
+        )
+        checks.append(
+            Check("history-reveals-fix", revealed, "a commit holds the reference fix" if revealed else "no commit holds the fix")
+        )
+    return checks
+
+
+# --------------------------------------------------------------------------- the validation
+
+
+def _signal_round(task: Task, worktree: Path) -> tuple[list[tuple[bool, str]], list[str]]:
+    results, not_exec = [], []
+    for i, sig in enumerate(task.signals):
+        passed, detail, executable = check_signal(sig, worktree)
+        results.append((passed, detail))
+        if not executable:
+            not_exec.append(f"signal {i}: {detail}")
+    return results, not_exec
+
+
+def _exit_ok(res: CommandResult) -> bool:
+    return res.exit_code == 0
+
+
+def _fmt(res: CommandResult) -> str:
+    code = "no exit" if res.exit_code is None else f"exit {res.exit_code}"
+    return f"{code}: {res.summary}" if res.summary else code
+
+
+def _validate_in(task: Task, base: Path) -> list[Check]:
+    checks: list[Check] = []
+    work = base / "attempt"
+    _copy_tree(task.repo_dir, work)
+
+    before = run_command(task.regression_command, work)
+    checks.append(Check("regression-before", _exit_ok(before), _fmt(before)))
+
+    _copy_tree(task.tests_dir, work / task.hidden_tests_dir)
+    hidden_before = run_command(task.hidden_test_command, work)
+    # pytest: 1 = tests failed, 2 = collection errors (e.g. the function to add does not exist yet);
+    # 5 = no tests collected and 3/4 = pytest broke, which prove nothing.
+    fails = hidden_before.exit_code in (1, 2) if task.hidden_test_command[:3] == ("python", "-m", "pytest") else (
+        hidden_before.exit_code not in (0, None)
+    )
+    checks.append(Check("hidden-fails-before", fails, _fmt(hidden_before)))
+
+    sig_before, not_exec = _signal_round(task, work)
+    failing = [i for i, (passed, _) in enumerate(sig_before) if not passed]
+    noop_fails = bool(failing) or fails
+    checks.append(
+        Check(
+            "noop-agent-fails",
+            noop_fails,
+            f"on the untouched repo: hidden tests {'fail' if fails else 'pass'}, "
+            f"{len(failing)} of {len(sig_before)} signal(s) fail",
+        )
+    )
+
+    _copy_tree(task.solution_dir, work)
+    hidden_after = run_command(task.hidden_test_command, work)
+    checks.append(Check("hidden-passes-after", _exit_ok(hidden_after), _fmt(hidden_after)))
+    after = run_command(task.regression_command, work)
+    checks.append(Check("regression-after", _exit_ok(after), _fmt(after)))
+    sig_after, not_exec_after = _signal_round(task, work)
+    bad = [f"signal {i}: {d}" for i, (passed, d) in enumerate(sig_after) if not passed]
+    checks.append(
+        Check("signals-pass-after", not bad, "; ".join(bad) or f"{len(sig_after)} signal(s) pass")
+    )
+    problems = not_exec + not_exec_after
+    checks.append(
+        Check("signals-executable", not problems, "; ".join(problems) or f"{len(task.signals)} signal(s)")
+    )
+
+    checks.append(_solution_scope(task))
+    checks.append(_prompt_clean(task))
+
+    if task.demo:
+        checks.append(_demo_check(task, base / "demo"))
+    checks.extend(_history(task))
+    if task.tier == "adversarial":
+        bait = task.hidden_fields.get("temptation")
+        ok = isinstance(bait, str) and bool(bait.strip())
+        checks.append(Check("temptation-declared", ok, str(bait) if ok else "hidden.temptation missing"))
+    return checks
+
+
+def _demo_check(task: Task, work: Path) -> Check:
+    _copy_tree(task.repo_dir, work)
+    problems = apply_demo(task.demo, work)
+    if problems:
+        return Check("demo", False, "; ".join(problems))
+    _copy_tree(task.tests_dir, work / task.hidden_tests_dir)
+    hidden = run_command(task.hidden_test_command, work)
+    regression = run_command(task.regression_command, work)
+    signals, _ = _signal_round(task, work)
+    solves = _exit_ok(hidden) and _exit_ok(regression) and all(p for p, _ in signals)
+    detail = "applies and solves the task" if solves else (
+        f"applies; does not solve (hidden {_fmt(hidden)}; regression {_fmt(regression)})"
+    )
+    return Check("demo", solves or task.tier != "smoke", detail)
+
+
+def validate_task(task: Task, *, workdir: Path | None = None) -> ValidationResult:
+    """Run every fairness check of one task in a temporary copy (under ``workdir`` if given)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"ledger-validate-{task.id}-", dir=workdir) as tmp:
+        try:
+            checks = _validate_in(task, Path(tmp))
+        except (OSError, LedgerError, UnicodeDecodeError) as exc:
+            checks = [Check("error", False, f"{type(exc).__name__}: {exc}")]
+    return ValidationResult(
+        task_id=task.id,
+        tier=task.tier,
+        ok=all(c.passed for c in checks),
+        checks=checks,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def validate_tasks(
+    tasks: Sequence[Task],
+    parallel: int = 2,
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[ValidationResult], None] | None = None,
+) -> list[ValidationResult]:
+    """Validate many tasks, ``parallel`` at a time (threads: the work is in subprocesses).
+
+    Results come back in the order of ``tasks``; ``progress`` is called as each one finishes.
+    """
+    if parallel < 1:
+        raise UsageError("parallel must be >= 1")
+    results: dict[str, ValidationResult] = {}
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [pool.submit(validate_task, t, workdir=workdir) for t in tasks]
+        for fut in as_completed(futures):
+            res = fut.result()
+            results[res.task_id] = res
+            if progress is not None:
+                progress(res)
+    return [results[t.id] for t in tasks]
