@@ -1,0 +1,497 @@
+"""The activity scan of one attempt: pure, over decoded journal entries.
+
+    entries of the attempt --scan_attempt(commitment, policy, scanner)--> ScanResult
+        activity count + digest over the leaf hashes of every activity entry (seq order)
+        matches (seq, class): content | path | read-scope | write-scope | network
+        verdict: DIRTY (any match) / UNOBSERVED (activity not captured) / CLEAN
+
+Inflow (what reached the agent) is matched against the commitment: ``fs.read`` content,
+``tool.result`` output, ``net.response`` content, and ``agent.output`` text (the agent process's
+stdout/stderr, which carries what its subprocesses printed: ``cat``, test output). Outflow (what
+the agent authored) is not contamination: ``tool.call`` input, ``proc.exec`` argv, ``fs.write``
+content when captured, the final ``diff`` patch. Writing the right answer is the agent's job;
+reading it is contamination.
+
+Echo rule (so that an agent reading back its own work stays CLEAN):
+
+- a read of a worktree file (``fs.read`` inside the worktree, or the result of a tool whose input
+  names a worktree path and no command) is never contamination: the worktree starts as the public
+  repo, and ground truth can only enter it through the agent's own writes or through a copy whose
+  source read, path or network connection is itself scanned. Its digests join the *echoed* set;
+- any other inflow counts only with the digests that the agent had not produced (outflow) or
+  read back from the worktree in an **earlier** entry; reading first and writing later does not
+  excuse the read;
+- ``agent.output`` is one aggregate per stream with no timing inside, so it is matched against
+  everything produced or echoed in the whole attempt.
+
+Path rule: a read outside the worktree whose resolved path (or an ancestor directory, a suffix
+of two or more components, or a hidden test's basename) is committed is a ``path`` match, as is
+an absolute or ``..`` path to it in a command line or tool input. Redaction markers in any inflow
+count exactly like the plaintext they replaced (the marker carries the digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from attest import digests as dg
+from attest.commitment import Commitment
+from ledger.errors import MalformedInput, UsageError, VerificationError
+from ledger.journal.codec import Entry, canonical_bytes
+
+ACTIVITY_KINDS = frozenset({
+    "fs.read", "fs.write", "proc.exec", "net.connect", "net.response", "tool.call",
+    "tool.result", "agent.output", "diff",
+})
+MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network")
+SCOPE_CLASSES = frozenset({"read-scope", "write-scope", "network"})
+VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
+OBSERVED_TRACES = frozenset({"strace", "transcript"})
+
+DEFAULT_READ_ALLOWLIST = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
+                          "/proc", "/sys", "/dev")
+DEFAULT_WRITE_ALLOWLIST = ("/dev/null", "/dev/tty", "/dev/pts", "/dev/shm", "/dev/stdout",
+                           "/dev/stderr", "/proc/self")
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+_COMMAND_KEYS = ("command", "cmd", "script", "code", "argv", "url")
+_TEXT_KEYS = {"fs.read": "content", "tool.result": "output", "agent.output": "text",
+              "net.response": "content", "diff": "patch", "fs.write": "content"}
+_ACTIVITY_LABEL = b"activity"
+_MATCHES_LABEL = b"matches"
+
+
+class TextScanner(Protocol):
+    """What the scan needs from a matcher: ``Redactor`` (with the key) or ``MarkerScanner``."""
+
+    def digests(self, text: str) -> set[bytes]: ...
+
+    def path_digests(self, paths: Iterable[str], *, ancestors: bool = True) -> set[bytes]: ...
+
+
+# --------------------------------------------------------------------------- scope policy
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.rstrip("/") or "/"
+    return path == prefix or path.startswith(prefix + "/") or prefix == "/"
+
+
+@dataclass(frozen=True)
+class ScanPolicy:
+    """Where the agent may read and write, and which endpoints it may reach.
+
+    Paths are absolute and POSIX. A prefix allows itself and everything below it. The worktree's
+    ancestor directories may be read (listed) but nothing else beside them. Network entries:
+    ``host``, ``host:port``, ``*.domain[:port]``, ``[v6]:port`` or a CIDR block; ``allow_dns``
+    lets port 53 through (resolvers), ``unix`` sockets are not network endpoints.
+    """
+
+    worktree: str
+    read_allowlist: tuple[str, ...] = DEFAULT_READ_ALLOWLIST
+    write_allowlist: tuple[str, ...] = DEFAULT_WRITE_ALLOWLIST
+    network_allowlist: tuple[str, ...] = ()
+    allow_dns: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.worktree, str) or not self.worktree.startswith("/"):
+            raise UsageError("the scan policy needs the absolute worktree path")
+        for name in ("read_allowlist", "write_allowlist"):
+            for p in getattr(self, name):
+                if not isinstance(p, str) or not p.startswith("/"):
+                    raise UsageError(f"{name} entries must be absolute paths, got {p!r}")
+
+    @classmethod
+    def for_attempt(
+        cls,
+        *,
+        worktree: str,
+        home: str | None = None,
+        scratch: str | None = None,
+        interpreter_prefixes: Sequence[str] = (),
+        network_allowlist: Sequence[str] = (),
+        extra_read: Sequence[str] = (),
+        extra_write: Sequence[str] = (),
+        allow_dns: bool = True,
+    ) -> ScanPolicy:
+        """The usual policy: system and interpreter paths readable, the agent's home and scratch
+        folders readable and writable."""
+        own = tuple(p for p in (home, scratch) if p)
+        return cls(
+            worktree=dg.normalize_path(worktree),
+            read_allowlist=tuple(dict.fromkeys(
+                (*DEFAULT_READ_ALLOWLIST, *interpreter_prefixes, *own, *extra_read))),
+            write_allowlist=tuple(dict.fromkeys((*DEFAULT_WRITE_ALLOWLIST, *own, *extra_write))),
+            network_allowlist=tuple(network_allowlist),
+            allow_dns=allow_dns,
+        )
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "worktree": self.worktree,
+            "read_allowlist": list(self.read_allowlist),
+            "write_allowlist": list(self.write_allowlist),
+            "network_allowlist": list(self.network_allowlist),
+            "allow_dns": self.allow_dns,
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> ScanPolicy:
+        if not isinstance(data, Mapping) or set(data) != {
+                "worktree", "read_allowlist", "write_allowlist", "network_allowlist", "allow_dns"}:
+            raise MalformedInput("scope must be {worktree, read_allowlist, write_allowlist, "
+                                 "network_allowlist, allow_dns}")
+        lists = {}
+        for name in ("read_allowlist", "write_allowlist", "network_allowlist"):
+            value = data[name]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise MalformedInput(f"scope {name} must be a list of strings")
+            lists[name] = tuple(value)
+        if not isinstance(data["allow_dns"], bool) or not isinstance(data["worktree"], str):
+            raise MalformedInput("scope worktree must be a string and allow_dns a bool")
+        try:
+            return cls(worktree=data["worktree"], allow_dns=data["allow_dns"], **lists)
+        except UsageError as exc:
+            raise MalformedInput(f"scope: {exc}") from exc
+
+    def in_worktree(self, path: str) -> bool:
+        return _under(dg.normalize_path(path), self.worktree)
+
+    def read_allowed(self, path: str) -> bool:
+        norm = dg.normalize_path(path)
+        if norm == "/" or _under(self.worktree, norm):  # an ancestor of the worktree
+            return True
+        return any(_under(norm, p) for p in self.read_allowlist)
+
+    def write_allowed(self, path: str) -> bool:
+        norm = dg.normalize_path(path)
+        return any(_under(norm, p) for p in self.write_allowlist)
+
+    def endpoint_allowed(self, host: str, port: int | None, family: str | None) -> bool:
+        if family == "unix":
+            return True
+        if self.allow_dns and port == 53:
+            return True
+        h = host.strip().strip("[]").lower()
+        for entry in self.network_allowlist:
+            ehost, eport = _split_endpoint(entry)
+            if eport is not None and eport != port:
+                continue
+            if ehost.startswith("*."):
+                if h.endswith(ehost[1:]) and len(h) > len(ehost) - 1:
+                    return True
+            elif "/" in ehost:
+                try:
+                    if ipaddress.ip_address(h) in ipaddress.ip_network(ehost, strict=False):
+                        return True
+                except ValueError:
+                    continue
+            elif ehost == h:
+                return True
+        return False
+
+
+def _split_endpoint(entry: str) -> tuple[str, int | None]:
+    e = entry.strip().lower()
+    if e.startswith("["):
+        host, _, rest = e[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        return host, int(port) if port.isdigit() else None
+    if e.count(":") == 1:
+        host, port = e.split(":")
+        return host, int(port) if port.isdigit() else None
+    return e, None
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Match:
+    """One piece of evidence: entry ``seq`` (whose leaf hash is ``leaf_hash``) is ``cls``."""
+
+    seq: int
+    cls: str
+    kind: str
+    leaf_hash: bytes
+    digests: tuple[bytes, ...] = ()
+    detail: str = ""
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.seq, self.cls)
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    attempt: str
+    run: str | None
+    task: str | None
+    commitment_seq: int
+    commitment_digest: str
+    first_seq: int
+    last_seq: int
+    activity_count: int
+    activity_digest: str
+    kinds: Mapping[str, int]
+    observation: Mapping[str, Any]
+    matches: tuple[Match, ...]
+    echoes: int
+    answer_digests: int
+    verdict: str
+    policy: ScanPolicy = field(repr=False)
+
+    @property
+    def matches_digest(self) -> str:
+        return matches_digest(m.key for m in self.matches)
+
+
+def derive_verdict(match_count: int, observed: bool) -> str:
+    """DIRTY with any match; otherwise CLEAN only when the activity was observed."""
+    if match_count > 0:
+        return "DIRTY"
+    return "CLEAN" if observed else "UNOBSERVED"
+
+
+def matches_digest(keys: Iterable[tuple[int, str]]) -> str:
+    """SHA-256 over the sorted (seq, class) pairs of every match."""
+    return dg.sha256_hex(_MATCHES_LABEL, canonical_bytes([list(k) for k in sorted(keys)]))
+
+
+class ActivityDigest:
+    """Running digest over the leaf hashes of the scanned activity entries, in seq order."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256(b"eval-ledger/attest/v1/" + _ACTIVITY_LABEL + b"\x00")
+        self.count = 0
+
+    def add(self, leaf: bytes) -> None:
+        self._h.update(leaf)
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def is_activity(entry: Entry, attempt: str) -> bool:
+    return entry.kind in ACTIVITY_KINDS and entry.data.get("attempt") == attempt
+
+
+# --------------------------------------------------------------------------- the scan
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _outflow_text(value: Any) -> str:
+    return "\n".join(dg.strings_in(value))
+
+
+def _worktree_target(call_input: Any, policy: ScanPolicy) -> bool:
+    """Does a tool call read a worktree path (and run no command)?"""
+    if not isinstance(call_input, Mapping):
+        return False
+    if any(k in call_input for k in _COMMAND_KEYS):
+        return False
+    for k in _PATH_KEYS:
+        value = call_input.get(k)
+        if isinstance(value, str) and value:
+            if value.startswith("/"):
+                return policy.in_worktree(value)
+            norm = dg.normalize_path(value)
+            return bool(norm) and not norm.startswith("..")
+    return False
+
+
+def _escaping_refs(text: str) -> list[str]:
+    """Path references that can leave the worktree: absolute, or climbing with ``..``."""
+    return [p for p in dg.path_references(text)
+            if p.startswith("/") or p.startswith("~") or dg.normalize_path(p).startswith("..")]
+
+
+class _Scan:
+    def __init__(self, attempt: str, policy: ScanPolicy, scanner: TextScanner) -> None:
+        self.attempt = attempt
+        self.policy = policy
+        self.scanner = scanner
+        self.produced: set[bytes] = set()
+        self.echoed: set[bytes] = set()
+        self.matches: dict[tuple[int, str], Match] = {}
+        self.deferred: list[tuple[Entry, set[bytes]]] = []
+        self.last_call: dict[str, Any] = {}
+        self.echoes = 0
+        self.transcript = False
+
+    def add(self, e: Entry, cls: str, digests: Iterable[bytes] = (), detail: str = "") -> None:
+        if (e.seq, cls) not in self.matches:
+            self.matches[(e.seq, cls)] = Match(e.seq, cls, e.kind, e.leaf_hash,
+                                               tuple(sorted(digests)), detail)
+
+    def inflow(self, e: Entry, found: set[bytes]) -> None:
+        if not found:
+            return
+        fresh = found - self.produced - self.echoed
+        if fresh:
+            self.add(e, "content", fresh)
+        else:
+            self.echoes += 1
+
+    def echo(self, found: set[bytes]) -> None:
+        if found:
+            self.echoed |= found
+            self.echoes += 1
+
+    def refs(self, e: Entry, text: str) -> None:
+        refs = _escaping_refs(text)
+        if refs:
+            hit = self.scanner.path_digests(refs)
+            if hit:
+                self.add(e, "path", hit)
+
+    def entry(self, e: Entry) -> None:
+        d, kind, pol = e.data, e.kind, self.policy
+        if d.get("source") == "transcript":
+            self.transcript = True
+        if kind == "fs.read":
+            where = _text(d.get("resolved")) or _text(d.get("path"))
+            inside = pol.in_worktree(where) if where.startswith("/") else bool(d.get("in_worktree"))
+            found = self.scanner.digests(_text(d.get("content")))
+            if inside:
+                self.echo(found)
+                return
+            hit = self.scanner.path_digests([where]) if where else set()
+            if hit:
+                self.add(e, "path", hit)
+            if where and not pol.read_allowed(where):
+                self.add(e, "read-scope", detail=where)
+            self.inflow(e, found)
+        elif kind == "fs.write":
+            where = _text(d.get("resolved")) or _text(d.get("path"))
+            inside = pol.in_worktree(where) if where.startswith("/") else bool(d.get("in_worktree"))
+            if not inside and not (where and pol.write_allowed(where)):
+                self.add(e, "write-scope", detail=where or "?")
+            self.produced |= self.scanner.digests(_text(d.get("content")))
+        elif kind == "proc.exec":
+            text = _outflow_text([d.get("argv"), d.get("path")])
+            self.produced |= self.scanner.digests(text)
+            self.refs(e, text)
+        elif kind == "net.connect":
+            host, port, family = d.get("host"), d.get("port"), d.get("family")
+            port_i = port if isinstance(port, int) and not isinstance(port, bool) else None
+            fam = family if isinstance(family, str) else None
+            if not pol.endpoint_allowed(_text(host), port_i, fam):
+                self.add(e, "network", detail=f"{_text(host)}:{port_i}")
+        elif kind == "net.response":
+            self.inflow(e, self.scanner.digests(_text(d.get("content"))))
+        elif kind == "tool.call":
+            self.transcript = True
+            tool = _text(d.get("tool"))
+            self.last_call[tool] = d.get("input")
+            text = _outflow_text(d.get("input"))
+            self.produced |= self.scanner.digests(text)
+            self.refs(e, text)
+        elif kind == "tool.result":
+            self.transcript = True
+            call = self.last_call.pop(_text(d.get("tool")), None)
+            found = self.scanner.digests(_text(d.get("output")))
+            if _worktree_target(call, pol):
+                self.echo(found)
+            else:
+                self.inflow(e, found)
+        elif kind == "agent.output":
+            found = self.scanner.digests(_text(d.get("text")))
+            if found:
+                self.deferred.append((e, found))
+        elif kind == "diff":
+            self.produced |= self.scanner.digests(_text(d.get("patch")))
+
+    def finish(self) -> None:
+        for e, found in self.deferred:
+            self.inflow(e, found)
+
+
+def scan_attempt(
+    entries: Iterable[Entry],
+    *,
+    attempt: str,
+    commitment: Commitment,
+    policy: ScanPolicy,
+    scanner: TextScanner,
+) -> ScanResult:
+    """Scan every entry of ``attempt`` in ``entries`` (seq order; other attempts are skipped).
+
+    The attempt's ``commitment`` entry must be present, come before any activity, and carry
+    ``commitment`` (check ``commitment``). The covered range runs from the commitment entry to the
+    attempt's last entry seen (``attestation`` entries excluded).
+    """
+    scan = _Scan(attempt, policy, scanner)
+    activity = ActivityDigest()
+    kinds: dict[str, int] = {}
+    run: str | None = None
+    task: str | None = None
+    commitment_seq: int | None = None
+    last_seq = -1
+    trace: str | None = None
+    started = False
+    prev = -1
+    for e in entries:
+        if e.seq <= prev:
+            raise MalformedInput(f"entries are not in seq order at seq {e.seq}")
+        prev = e.seq
+        if e.data.get("attempt") != attempt or e.kind == "attestation":
+            continue
+        if e.kind == "commitment":
+            if commitment_seq is not None:
+                raise VerificationError("commitment", "the attempt has two commitment entries",
+                                        seq=e.seq)
+            stored = e.data.get("commitment")
+            digest = stored.get("digest") if isinstance(stored, Mapping) else None
+            if digest != commitment.digest:
+                raise VerificationError("commitment", "the journal's commitment for this attempt "
+                                        "is not the one given", seq=e.seq,
+                                        expected=str(digest), computed=commitment.digest)
+            commitment_seq = e.seq
+            run, task = e.run, e.task
+        elif commitment_seq is None and (e.kind in ACTIVITY_KINDS or e.kind == "agent.started"):
+            raise VerificationError("commitment-order", "activity before the commitment entry",
+                                    seq=e.seq)
+        if commitment_seq is None:
+            continue
+        last_seq = e.seq
+        if e.kind == "agent.started":
+            started = True
+            t = e.data.get("trace")
+            trace = t if isinstance(t, str) else None
+            continue
+        if e.kind not in ACTIVITY_KINDS:
+            continue
+        activity.add(e.leaf_hash)
+        kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        scan.entry(e)
+    if commitment_seq is None:
+        raise VerificationError("commitment", f"no commitment entry for attempt {attempt}")
+    scan.finish()
+    observed = started and (trace in OBSERVED_TRACES or scan.transcript)
+    matches = tuple(sorted(scan.matches.values(), key=lambda m: m.key))
+    return ScanResult(
+        attempt=attempt,
+        run=run,
+        task=task,
+        commitment_seq=commitment_seq,
+        commitment_digest=commitment.digest,
+        first_seq=commitment_seq,
+        last_seq=last_seq,
+        activity_count=activity.count,
+        activity_digest=activity.hexdigest(),
+        kinds=dict(sorted(kinds.items())),
+        observation={"trace": trace, "transcript": scan.transcript, "agent_started": started},
+        matches=matches,
+        echoes=scan.echoes,
+        answer_digests=len(scan.produced),
+        verdict=derive_verdict(len(matches), observed),
+        policy=policy,
+    )
