@@ -1,0 +1,324 @@
+"""``ledger bench``: one task to several agents, a blinded meta-judge, a ranked leaderboard.
+
+Exit codes follow the existing benchmark tool (so scripts written for it keep working):
+0 at least one agent scored (a partial run says PARTIAL), 1 bad arguments, 2 no agent available,
+3 all agents failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.main import Ctx, emit_json, json_option, pass_ctx
+from ledger.errors import LedgerError, NothingToRun, UsageError
+
+EXIT_OK, EXIT_BAD_ARGS, EXIT_NO_AGENT, EXIT_ALL_FAILED = 0, 1, 2, 3
+
+
+class BenchUsageError(click.UsageError):
+    """A bad argument to ``ledger bench``: exit 1 (the existing tool's code), not click's 2."""
+
+    exit_code = EXIT_BAD_ARGS
+
+
+class BenchCommand(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise BenchUsageError(exc.format_message(), exc.ctx) from None
+
+
+def _bad(message: str) -> click.UsageError:
+    return BenchUsageError(message)
+
+
+def _fail(ctx: Ctx, exc: LedgerError) -> None:
+    if ctx.debug:
+        traceback.print_exc()
+    click.echo(f"error: {exc}", err=True)
+    if isinstance(exc, NothingToRun):
+        sys.exit(EXIT_NO_AGENT)
+    if isinstance(exc, UsageError):
+        sys.exit(EXIT_BAD_ARGS)
+    sys.exit(exc.exit_code or 1)
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@click.command("bench", cls=BenchCommand)
+@click.argument("words", nargs=-1, metavar="[TEXT | RUN_A RUN_B]")
+@click.option("--prompt", "--task", "prompt", metavar="TEXT", help="A literal prompt as the task (alias --task).")
+@click.option("--files", "files", multiple=True, metavar="PATH",
+              help="Files (repeat, or comma/newline separated) whose contents are the task.")
+@click.option("--diff", "diff_ref", is_flag=False, flag_value="HEAD~1", default=None, metavar="[REF]",
+              help="The change `git diff REF` shows is the task (default input; REF HEAD~1).")
+@click.option("--corpus", is_flag=True, help="The packaged corpus tasks (same prompt every time).")
+@click.option("--mode", type=click.Choice(["default", "corpus"]), default=None,
+              help="Existing tool's flag: --mode corpus is --corpus.")
+@click.option("--agent", "--provider", "--providers", "agents", multiple=True, metavar="SPEC",
+              help="Agent spec (repeat or comma-separate); default: every agent CLI on PATH.")
+@click.option("--judge", "judges", multiple=True, metavar="SPEC",
+              help="Judge spec (repeat for a jury; 'offline' for the deterministic judge).")
+@click.option("--with-tests", is_flag=True, help="Agents write tests for their code; the tests are executed.")
+@click.option("--with-review", "--with-adversarial", "with_review", is_flag=True,
+              help="Cross-review by the other agents, then a revision; reports the delta.")
+@click.option("--with-test-review", "--with-test-adversarial", "with_test_review", is_flag=True,
+              help="Cross-review of the tests (needs --with-tests).")
+@click.option("--with-static-checks", "with_static", is_flag=True,
+              help="ruff, mypy, pytest (Python) or tsc, jest (TypeScript) where installed.")
+@click.option("--swap-check", is_flag=True,
+              help="Judge twice, the second time in reversed order; report flipped verdicts.")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              metavar="SECONDS", help="Time limit per agent call.")
+@click.option("--seed", type=int, default=None, help="Seed of the judges' presentation order.")
+@click.option("--parallel", type=click.IntRange(1, 64), default=None,
+              help="Calls at a time (default: all agents at once).")
+@click.option("--no-snapshot", is_flag=True, help="Do not store the task text (secrets, PII).")
+@click.option("--dry-run", is_flag=True, help="Print the prompt and agents; run nothing.")
+@click.option("--show-costs", is_flag=True, help="Print the price table ($ per million tokens).")
+@click.option("--compare", is_flag=True, help="Compare two bench runs (default: the last two).")
+@click.option("--replay-last", is_flag=True, help="Run again with the task of the latest bench run.")
+@click.option("--out", "out_dir", default="audit-results", show_default=True, metavar="DIR",
+              help="Folder for benchmark-NNN-<run_id>.md and .json.")
+@click.option("--no-report", is_flag=True, help="Do not write the report files.")
+@click.option("--pricing", "pricing_file", type=click.Path(dir_okay=False), default=None,
+              help="Price table file (TOML or JSON) for estimated costs.")
+@json_option
+@pass_ctx
+def bench_cmd(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[str, ...],
+              diff_ref: str | None, corpus: bool, mode: str | None, agents: tuple[str, ...],
+              judges: tuple[str, ...], with_tests: bool, with_review: bool,
+              with_test_review: bool, with_static: bool, swap_check: bool, timeout_s: float,
+              seed: int | None, parallel: int | None, no_snapshot: bool, dry_run: bool,
+              show_costs: bool, compare: bool, replay_last: bool, out_dir: str, no_report: bool,
+              pricing_file: str | None, as_json: bool) -> None:
+    """Send one task to several coding agents at once; judge blind; rank them.
+
+    The task is a prompt (--prompt or TEXT), files (--files), a git diff (--diff, the default) or
+    the packaged corpus (--corpus). Every step is a journal entry, so `ledger replay RUN` rebuilds
+    the leaderboard without calling a model. Exit: 0 scored (PARTIAL when some failed), 1 bad
+    arguments, 2 no agent available, 3 all agents failed.
+    """
+    try:
+        code = _bench(ctx, words, prompt, files, diff_ref, corpus or mode == "corpus", agents,
+                      judges, with_tests, with_review, with_test_review, with_static, swap_check,
+                      timeout_s, seed, parallel, no_snapshot, dry_run, show_costs, compare,
+                      replay_last, Path(out_dir), no_report, pricing_file, as_json)
+    except LedgerError as exc:
+        _fail(ctx, exc)
+        return
+    sys.exit(code)
+
+
+def _journal(ctx: Ctx) -> Any:
+    from ledger.journal.journal import Journal
+
+    if not ctx.home.journal_path.exists():
+        return None
+    return Journal.open(ctx.home.journal_path, readonly=True)
+
+
+def _bench(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[str, ...],
+           diff_ref: str | None, corpus: bool, agents: tuple[str, ...], judges: tuple[str, ...],
+           with_tests: bool, with_review: bool, with_test_review: bool, with_static: bool,
+           swap_check: bool, timeout_s: float, seed: int | None, parallel: int | None,
+           no_snapshot: bool, dry_run: bool, show_costs: bool, compare: bool, replay_last: bool,
+           out_dir: Path, no_report: bool, pricing_file: str | None, as_json: bool) -> int:
+    from ledger.bench import inputs
+
+    if show_costs:
+        return _show_costs(pricing_file, as_json)
+    inputs_given = [name for name, given in (("--prompt", prompt is not None), ("--files", bool(files)),
+                                             ("--diff", diff_ref is not None), ("--corpus", corpus))
+                    if given]
+    if compare:
+        if inputs_given or replay_last:
+            raise _bad(f"--compare takes only run ids, not {', '.join(inputs_given) or '--replay-last'}")
+        return _compare(ctx, words, out_dir, as_json)
+    if words:
+        if prompt is not None:
+            raise _bad("give the prompt either as TEXT or with --prompt, not both")
+        prompt = " ".join(words)
+        inputs_given.insert(0, "TEXT")
+    if len(inputs_given) > 1:
+        raise _bad(f"choose one task input, not {' and '.join(inputs_given)}")
+    if with_test_review and not with_tests:
+        raise _bad("--with-test-review (--with-test-adversarial) needs --with-tests")
+    if timeout_s <= 0:
+        raise _bad("--timeout must be a positive number of seconds")
+    if replay_last:
+        if corpus:
+            raise _bad("--replay-last cannot be combined with --corpus (the corpus prompt is fixed)")
+        if inputs_given:
+            raise _bad(f"--replay-last takes the task of the latest run; drop {inputs_given[0]}")
+        task = _replay_task(ctx, out_dir)
+    elif corpus:
+        task = inputs.corpus_task()
+    elif prompt is not None:
+        task = inputs.task_from_prompt(prompt)
+    elif files:
+        task = inputs.task_from_files(list(files))
+    else:
+        task = inputs.task_from_diff(diff_ref or "HEAD~1")
+    from ledger.bench.runner import BenchOptions
+
+    opts = BenchOptions(agents=agents, judges=judges, with_tests=with_tests,
+                        with_review=with_review, with_test_review=with_test_review,
+                        with_static=with_static, swap_check=swap_check, timeout_s=timeout_s,
+                        no_snapshot=no_snapshot, seed=seed, parallel=parallel,
+                        pricing_file=Path(pricing_file) if pricing_file else None)
+    if dry_run:
+        return _dry_run(ctx, task, opts, as_json)
+    return _run(ctx, task, opts, out_dir, no_report, as_json)
+
+
+def _show_costs(pricing_file: str | None, as_json: bool) -> int:
+    from ledger.run.costs import PRICES_AS_OF, load_pricing, pricing_rows
+
+    rows = pricing_rows(load_pricing(Path(pricing_file) if pricing_file else None))
+    if as_json:
+        emit_json({"as_of": PRICES_AS_OF, "models": rows})
+        return EXIT_OK
+    from ledger.bench.report import _grid
+
+    click.echo(f"Prices in $ per million tokens (built-in table as of {PRICES_AS_OF}; "
+               "--pricing FILE overrides)")
+    for line in _grid(["model", "input", "output", "source"],
+                      [[r["model"], f"{r['input_per_mtok']:g}", f"{r['output_per_mtok']:g}",
+                        r["source"]] for r in rows], False):
+        click.echo(line)
+    return EXIT_OK
+
+
+def _compare(ctx: Ctx, refs: tuple[str, ...], out_dir: Path, as_json: bool) -> int:
+    from ledger.bench.compare import compare_runs
+    from ledger.bench.report import _grid
+
+    journal = _journal(ctx)
+    try:
+        d = compare_runs(refs, journal, out_dir)
+    finally:
+        if journal is not None:
+            journal.close()
+    if as_json:
+        emit_json(d)
+        return EXIT_OK
+    for w in d["warnings"]:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"{d['run_a']} -> {d['run_b']}")
+
+    def f(x: Any, spec: str = "") -> str:
+        return "-" if x is None else format(x, spec)
+
+    rows = [[a["provider"], f(a["quality_a"]), f(a["quality_b"]), f(a["quality_delta"], "+g"),
+             f(a["time_a"], ".0f"), f(a["time_b"], ".0f"), f(a["time_delta"], "+.0f"),
+             f(a["cost_a"], ".3f"), f(a["cost_b"], ".3f"), f(a["cost_delta"], "+.3f"),
+             f"{a['status_a'] or '-'} -> {a['status_b'] or '-'}"] for a in d["agents"]]
+    for line in _grid(["agent", "quality A", "quality B", "Δ", "time A", "time B", "Δ",
+                       "cost A", "cost B", "Δ", "status"], rows, False):
+        click.echo(line)
+    return EXIT_OK
+
+
+def _replay_task(ctx: Ctx, out_dir: Path) -> Any:
+    from ledger.bench.compare import latest_task
+    from ledger.bench.inputs import SNAPSHOT_LIMIT, task_from_snapshot
+
+    journal = _journal(ctx)
+    try:
+        source, snapshot, run_id, chars = latest_task(journal, out_dir)
+    finally:
+        if journal is not None:
+            journal.close()
+    if source != "corpus" and not snapshot:
+        raise UsageError(f"--replay-last: run {run_id} stored no task snapshot (--no-snapshot)")
+    if source != "corpus" and chars > SNAPSHOT_LIMIT:
+        click.echo(f"warning: run {run_id} stored the first {SNAPSHOT_LIMIT} of {chars} characters "
+                   "of its task; the replay's task hash will differ", err=True)
+    click.echo(f"replaying the task of {run_id} ({source})", err=True)
+    return task_from_snapshot(source, snapshot or "", run_id)
+
+
+def _dry_run(ctx: Ctx, task: Any, opts: Any, as_json: bool) -> int:
+    from ledger.bench.runner import resolve_contestants, resolve_judges
+
+    try:
+        contestants, skipped = resolve_contestants(opts.agents, ctx.home)
+        judges, fallback, why = resolve_judges(opts.judges, contestants, ctx.home)
+        names = [c.name for c in contestants]
+        judge_names = ["offline"] if fallback else [j.name for j in judges]
+        code = EXIT_OK
+    except NothingToRun as exc:
+        names, skipped, judge_names, why, code = [], [str(exc)], [], "", EXIT_NO_AGENT
+    info = {"mode": task.mode, "task_source": task.source, "task_hash": task.task_hash,
+            "prompt": task.agent_prompt(), "providers": names, "skipped": skipped,
+            "judges": judge_names, "judge_choice": why,
+            "options": {"with_tests": opts.with_tests, "with_adversarial": opts.with_review,
+                        "with_test_adversarial": opts.with_test_review,
+                        "with_static_checks": opts.with_static, "swap_check": opts.swap_check}}
+    if as_json:
+        emit_json(info)
+        return code
+    click.echo("BENCHMARK DRY RUN (nothing dispatched)")
+    click.echo(f"Mode: {task.mode} | Source: {task.source} | Task: {task.title} | "
+               f"Hash: {task.task_hash[:12]}")
+    click.echo(f"Agents: {', '.join(names) or '(none available)'}")
+    for s in skipped:
+        click.echo(f"  skipped: {s}")
+    click.echo(f"Judges: {', '.join(judge_names) or '-'} ({why})")
+    o = info["options"]
+    click.echo(f"Options: tests={o['with_tests']} review={o['with_adversarial']} "
+               f"test-review={o['with_test_adversarial']} static={o['with_static_checks']} "
+               f"swap-check={o['swap_check']}")
+    click.echo("--- prompt ---")
+    click.echo(task.agent_prompt())
+    return code
+
+
+def _run(ctx: Ctx, task: Any, opts: Any, out_dir: Path, no_report: bool, as_json: bool) -> int:
+    from ledger.bench.leaderboard import export_v2
+    from ledger.bench.report import render_summary, render_table, write_reports
+    from ledger.bench.runner import run_bench
+
+    _progress(f"BENCHMARK RUN | Mode: {task.mode} | Task: {task.title} | hash {task.task_hash[:12]}")
+    written: list[str] = []
+
+    def on_view(view: dict[str, Any]) -> list[str]:
+        if no_report:
+            return []
+        written.extend(write_reports(view, out_dir))
+        return list(written)
+
+    result = run_bench(ctx.home, task, opts, progress=_progress, on_view=on_view)
+    if as_json:
+        click.echo(json.dumps(export_v2(result.view), indent=2, ensure_ascii=False))
+    else:
+        view = result.view
+        click.echo(f"## Benchmark Results — {view['run_id']}")
+        click.echo(f"Task: {task.title} | Mode: {task.mode}")
+        click.echo("")
+        click.echo(render_table(view))
+        click.echo("")
+        click.echo("Tokens: ~ = estimated (words x 1.3); cost ~ = estimated from the price table.")
+        click.echo("")
+        click.echo(render_summary(view, written))
+    if result.verdict == "PARTIAL":
+        _progress("PARTIAL: some agents failed or timed out; the others were scored")
+    elif result.verdict == "UNSCORED":
+        _progress("UNSCORED: agents answered but no judge produced usable scores")
+    elif result.verdict == "FAIL":
+        _progress("FAIL: every agent failed")
+    return result.exit_code
+
+
+def register(group: click.Group) -> None:
+    group.add_command(bench_cmd)

@@ -1,0 +1,8 @@
+"""``ledger bench``: one task to several agents in parallel, a blinded meta-judge, a leaderboard.
+
+Pure parts (no I/O, no clock): ``judge`` (blinding, family rule, prompt, score parsing),
+``responses`` (answers out of CLI output, files out of answers), ``leaderboard`` (the view as a
+projection of the run's entries). I/O parts: ``inputs`` (task text), ``checks`` (tests, static
+checks, corpus checks), ``runner`` (dispatch and journaling), ``report`` (files), ``compare``.
+docs/bench.md describes the command and every entry kind it writes.
+"""

@@ -1,0 +1,259 @@
+"""Things the bench executes on agents' answers: corpus checks, the agents' own tests, linters.
+
+    corpus_check(files, corpus, timeout)          the corpus's hidden pytest suites
+    run_agent_tests(code, tests, language, ...)   the tests an agent wrote, run on its own code
+    static_checks(files, tests, language, tools)  ruff, mypy, pytest (Python); tsc, jest (TS)
+
+Each returns the ``data`` of one journal entry. Every command runs in a fresh temporary folder
+(the answer's files, written under it and nowhere else), as its own process group with a time
+limit, with a private HOME and none of the user's secrets in its environment. A tool that is not
+installed gives ``None`` and the reason, never a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ledger.run.attempt import parse_junit, run_command
+
+OUTPUT_TAIL = 4000
+DEFAULT_TIMEOUT_S = 300.0
+PY_TOOLS = ("ruff", "mypy", "pytest")
+TS_TOOLS = ("tsc", "jest")
+_RUFF_FINDING = re.compile(r"^[^\s:][^:]*:\d+:\d+: ", re.MULTILINE)
+_MYPY_ERROR = re.compile(r":\d+(?::\d+)?: error: ", re.MULTILINE)
+_TSC_ERROR = re.compile(r"error TS\d+", re.MULTILINE)
+
+
+def find_tool(name: str) -> str | None:
+    """A program on PATH, or next to this Python (the venv's ``bin``)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def discover_tools() -> dict[str, str | None]:
+    """``{tool: path or None}`` for every checker the bench knows."""
+    out: dict[str, str | None] = {name: find_tool(name) for name in ("ruff", "mypy", "tsc", "jest")}
+    out["pytest"] = sys.executable  # run as ``python -m pytest``; present with this package
+    return out
+
+
+def _env(home: Path) -> dict[str, str]:
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    return {"PATH": path, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+
+
+class Sandbox:
+    """A temporary folder holding an answer's files; removed on exit."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="ledger-bench-check-"))
+        self.work = self.root / "work"
+        self.home = self.root / "home"
+        self.work.mkdir()
+        self.home.mkdir()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def write(self, files: Mapping[str, str]) -> list[str]:
+        """Write ``files`` under the work folder; names that would escape it are skipped."""
+        written = []
+        base = self.work.resolve()
+        for name, body in files.items():
+            target = (self.work / name).resolve()
+            if base not in target.parents:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body, encoding="utf-8")
+            written.append(name)
+        (self.work / "pytest.ini").write_text("[pytest]\naddopts =\n", encoding="utf-8")
+        return written
+
+    def run(self, argv: list[str], timeout: float, log: str) -> tuple[int, float, bool, str]:
+        out = self.root / f"{log}.log"
+        code, wall, timed_out = run_command(argv, cwd=self.work, env=_env(self.home),
+                                            timeout=timeout, output=out)
+        try:
+            text = out.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        return code, wall, timed_out, text
+
+
+def _tail(text: str) -> str:
+    return text[-OUTPUT_TAIL:]
+
+
+def _pytest(box: Sandbox, targets: list[str], timeout: float, log: str,
+            no_plugins: bool = False) -> dict[str, Any]:
+    report = box.root / f"{log}.xml"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+            str(box.work), f"--junitxml={report}"]
+    if no_plugins:
+        argv += ["-p", "no:hypothesispytest"]
+    code, wall, timed_out, output = box.run([*argv, *targets], timeout, log)
+    parsed = parse_junit(report, lambda s: s)
+    counts, tests = parsed if parsed is not None else (
+        {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, [])
+    if parsed is None and code not in (0, 5):
+        counts = {**counts, "error": 1}
+    return {"command": ["python", "-m", "pytest", *targets], "exit_code": code,
+            "duration_s": round(wall, 6), "timed_out": timed_out, "counts": counts,
+            "tests": tests[:200], "output": _tail(output)}
+
+
+def corpus_check(files: Mapping[str, str], corpus: Any,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """Run the corpus's hidden checks against an answer's files (data of ``bench.check``)."""
+    expected = list(corpus.files)
+    missing = [f for f in expected if f not in files]
+    with Sandbox() as box:
+        box.write({name: files[name] for name in expected if name in files})
+        checks = []
+        for path in corpus.check_paths():
+            target = box.work / path.name
+            target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+            checks.append(path.name)
+        result = _pytest(box, checks, timeout, "corpus", no_plugins=True)
+    counts = result["counts"]
+    total = counts["passed"] + counts["failed"] + counts["error"]
+    return {"corpus_version": corpus.version, "files_expected": expected,
+            "files_found": [f for f in expected if f in files], "missing_files": missing,
+            "ran": True, "passed": result["exit_code"] == 0 and total > 0 and not missing,
+            **result}
+
+
+def run_agent_tests(code: Mapping[str, str], tests: Mapping[str, str], language: str,
+                    timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """Execute the tests an agent wrote against its own code (data of ``bench.tests``)."""
+    test_names = sorted(tests)
+    base: dict[str, Any] = {"language": language, "code_files": sorted(code),
+                            "test_files": test_names}
+    if not tests:
+        return {**base, "ran": False, "reason": "the answer names no test files", "counts": None}
+    if language == "python":
+        with Sandbox() as box:
+            box.write({**code, **tests})
+            targets = [n for n in test_names if n.endswith(".py")]
+            if not targets:
+                return {**base, "ran": False, "reason": "no Python test files", "counts": None}
+            return {**base, "ran": True, "reason": "", **_pytest(box, targets, timeout, "tests")}
+    if language in ("typescript", "javascript"):
+        jest = find_tool("jest")
+        if jest is None:
+            return {**base, "ran": False, "reason": "jest is not installed", "counts": None}
+        with Sandbox() as box:
+            box.write({**code, **tests})
+            code_, wall, timed_out, output = box.run([jest, "--ci", "--json", *test_names],
+                                                      timeout, "jest")
+        return {**base, "ran": True, "reason": "", "exit_code": code_, "duration_s": round(wall, 6),
+                "timed_out": timed_out, "counts": _jest_counts(output),
+                "command": ["jest", "--ci", "--json", *test_names], "output": _tail(output)}
+    return {**base, "ran": False, "reason": f"no test runner for language {language!r}",
+            "counts": None}
+
+
+def _jest_counts(output: str) -> dict[str, int]:
+    import json
+
+    start = output.find("{")
+    try:
+        data = json.loads(output[start:]) if start >= 0 else {}
+    except ValueError:
+        data = {}
+    return {"passed": int(data.get("numPassedTests", 0)), "failed": int(data.get("numFailedTests", 0)),
+            "error": int(data.get("numRuntimeErrorTestSuites", 0)),
+            "skipped": int(data.get("numPendingTests", 0))}
+
+
+def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: str,
+                  tools: Mapping[str, str | None] | None = None,
+                  timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """Real checkers for the answer's language (data of ``bench.static``).
+
+    Python: ``ruff check``, ``mypy``, ``pytest`` (on the answer's own tests); TypeScript:
+    ``tsc --noEmit`` and ``jest``. Each result is a map, or ``None`` with a reason.
+    """
+    tools = dict(discover_tools() if tools is None else tools)
+    checks: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    if language == "python":
+        names = sorted(n for n in files if n.endswith(".py"))
+        if not names:
+            for t in PY_TOOLS:
+                checks[t], reasons[t] = None, "the answer has no Python files"
+            return {"language": language, "checks": checks, "reasons": reasons}
+        with Sandbox() as box:
+            box.write({**files, **tests})
+            ruff = tools.get("ruff")
+            if ruff:
+                code, wall, timed_out, out = box.run(
+                    [ruff, "check", "--no-cache", "--isolated", "--output-format", "concise",
+                     *names], timeout, "ruff")
+                checks["ruff"] = {"ok": code == 0, "exit_code": code, "timed_out": timed_out,
+                                  "findings": len(_RUFF_FINDING.findall(out)),
+                                  "duration_s": round(wall, 6), "output": _tail(out)}
+            else:
+                checks["ruff"], reasons["ruff"] = None, "ruff is not installed"
+            mypy = tools.get("mypy")
+            if mypy:
+                code, wall, timed_out, out = box.run(
+                    [mypy, "--ignore-missing-imports", "--no-error-summary", "--no-color-output",
+                     "--cache-dir", str(box.root / "mypy-cache"), *names], timeout, "mypy")
+                checks["mypy"] = {"ok": code == 0, "exit_code": code, "timed_out": timed_out,
+                                  "errors": len(_MYPY_ERROR.findall(out)),
+                                  "duration_s": round(wall, 6), "output": _tail(out)}
+            else:
+                checks["mypy"], reasons["mypy"] = None, "mypy is not installed"
+            test_targets = sorted(n for n in tests if n.endswith(".py"))
+            if not tools.get("pytest"):
+                checks["pytest"], reasons["pytest"] = None, "pytest is not installed"
+            elif not test_targets:
+                checks["pytest"], reasons["pytest"] = None, "the answer has no Python tests"
+            else:
+                result = _pytest(box, test_targets, timeout, "pytest")
+                checks["pytest"] = {"ok": result["exit_code"] == 0, **result}
+        return {"language": language, "checks": checks, "reasons": reasons}
+    if language in ("typescript", "javascript"):
+        names = sorted(n for n in files if n.endswith((".ts", ".tsx", ".js", ".jsx")))
+        with Sandbox() as box:
+            box.write({**files, **tests})
+            tsc = tools.get("tsc")
+            if tsc and language == "typescript":
+                code, wall, timed_out, out = box.run(
+                    [tsc, "--noEmit", "--strict", "--skipLibCheck", *names], timeout, "tsc")
+                checks["tsc"] = {"ok": code == 0, "exit_code": code, "timed_out": timed_out,
+                                 "errors": len(_TSC_ERROR.findall(out)),
+                                 "duration_s": round(wall, 6), "output": _tail(out)}
+            else:
+                checks["tsc"] = None
+                reasons["tsc"] = ("tsc is not installed" if language == "typescript"
+                                  else "JavaScript has no type checker run")
+        result = run_agent_tests(files, tests, language, timeout)
+        if result.get("ran"):
+            checks["jest"] = {"ok": result.get("exit_code") == 0, **result}
+        else:
+            checks["jest"], reasons["jest"] = None, str(result.get("reason"))
+        return {"language": language, "checks": checks, "reasons": reasons}
+    return {"language": language, "checks": {}, "reasons": {
+        "all": f"no static checkers for language {language!r}"}}
+
+
+__all__ = ["Sandbox", "corpus_check", "discover_tools", "find_tool", "run_agent_tests",
+           "static_checks"]
