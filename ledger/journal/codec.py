@@ -27,28 +27,45 @@ MAX_DEPTH = 64
 
 
 def _canon(value: Any, depth: int) -> Any:
-    """Return ``value`` with maps key-sorted; raise CodecError on any non-canonical type."""
-    if depth > MAX_DEPTH:
-        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
-    if value is None or isinstance(value, bool | str | bytes):
+    """Return ``value`` with maps key-sorted; raise CodecError on any non-canonical type.
+
+    Python orders ``str`` by code point, which is also the order of their UTF-8 bytes, so
+    ``sorted(keys)`` is the canonical order. Exact-type checks come first: they are the hot path.
+    """
+    t = type(value)
+    if t is str or t is bytes or value is None or t is bool:
         return value
-    if isinstance(value, int):
+    if t is int:
         if not _INT_MIN <= value <= _INT_MAX:
             raise CodecError(f"integer {value} outside the msgpack range")
         return value
-    if isinstance(value, float):
+    if t is float:
         if not math.isfinite(value):
             raise CodecError("NaN and infinite floats are not allowed in entries")
         return value
-    if isinstance(value, list | tuple):
-        return [_canon(item, depth + 1) for item in value]
-    if isinstance(value, Mapping):
-        for key in value:
-            if not isinstance(key, str):
+    if depth >= MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
+    if t is dict or isinstance(value, Mapping):
+        keys = list(value)
+        for key in keys:
+            if type(key) is not str:
                 raise CodecError(f"map key {key!r} is not a string")
-        ordered = sorted(value, key=lambda k: k.encode("utf-8"))
-        return {key: _canon(value[key], depth + 1) for key in ordered}
-    raise CodecError(f"type {type(value).__name__} cannot be stored in an entry")
+        keys.sort()
+        return {key: _canon(value[key], depth + 1) for key in keys}
+    if t is list or t is tuple or isinstance(value, list | tuple):
+        return [_canon(item, depth + 1) for item in value]
+    # subclasses of the scalar types (IntEnum, str subclasses) are stored as their base value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return _canon(int(value), depth)
+    if isinstance(value, float):
+        return _canon(float(value), depth)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    raise CodecError(f"type {t.__name__} cannot be stored in an entry")
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -158,17 +175,64 @@ def _check_envelope(obj: Any) -> None:
         raise CodecError("entry data must be a map")
 
 
+def _pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, use_single_float=False)  # type: ignore[no-any-return]
+
+
 def encode_entry(
     *, seq: int, ts: int, kind: str, data: Mapping[str, Any], run: str | None = None,
     task: str | None = None,
 ) -> Entry:
-    """Build the canonical bytes of an entry and return it decoded alongside them."""
-    obj = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "run": run, "task": task, "kind": kind,
-           "data": dict(data)}
-    _check_envelope(obj)
-    raw = canonical_bytes(obj)
-    canon = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-    return Entry(seq=seq, ts=ts, run=run, task=task, kind=kind, data=canon["data"], raw=raw)
+    """Build the canonical bytes of an entry and return it decoded alongside them.
+
+    The envelope's keys are fixed, so its bytes are laid out directly in canonical order
+    (data, kind, run, seq, task, ts, v); only ``data`` goes through canonicalization.
+    """
+    if type(seq) is not int or seq < 0:
+        raise CodecError("entry seq must be a non-negative integer")
+    if type(ts) is not int:
+        raise CodecError("entry ts must be an integer (unix nanoseconds)")
+    if type(kind) is not str or not kind:
+        raise CodecError("entry kind must be a non-empty string")
+    for name, value in (("run", run), ("task", task)):
+        if value is not None and type(value) is not str:
+            raise CodecError(f"entry {name} must be a string or nil")
+    if not isinstance(data, Mapping):
+        raise CodecError("entry data must be a map")
+    canon = _canon(data, 1)
+    try:
+        raw = b"".join((
+            b"\x87\xa4data", _pack(canon), b"\xa4kind", _pack(kind), b"\xa3run", _pack(run),
+            b"\xa3seq", _pack(seq), b"\xa4task", _pack(task), b"\xa2ts", _pack(ts), b"\xa1v\x01",
+        ))
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise CodecError(f"cannot encode entry: {exc}") from exc
+    return Entry(seq=seq, ts=ts, run=run, task=task, kind=kind, data=canon, raw=raw)
+
+
+def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes) -> bytes:
+    """The bytes that follow ``data`` in a canonical entry, up to (not including) the ts value.
+
+    ``run``/``task``/``kind`` are the UTF-8 bytes of the stored columns. Used by ``verify`` to
+    check that the indexed columns agree with the entry bytes without decoding every entry.
+    """
+    return b"".join((b"\xa4kind", _str_header(kind), b"\xa3run", _str_header(run), b"\xa3seq",
+                     _pack(seq), b"\xa4task", _str_header(task), b"\xa2ts"))
+
+
+def _str_header(b: bytes | None) -> bytes:
+    if b is None:
+        return b"\xc0"
+    n = len(b)
+    if n < 32:
+        head = bytes([0xA0 | n])
+    elif n < 256:
+        head = b"\xd9" + bytes([n])
+    elif n < 65536:
+        head = b"\xda" + n.to_bytes(2, "big")
+    else:
+        head = b"\xdb" + n.to_bytes(4, "big")
+    return head + b
 
 
 def decode_entry(raw: bytes) -> Entry:

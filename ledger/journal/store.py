@@ -303,22 +303,29 @@ class Store:
             yield from chunk
 
     def raw_rows(self, batch: int = 20000) -> Iterator[tuple[Any, ...]]:
-        """Every entry row as stored, for verification.
+        """Every entry row for verification: (seq, leaf, body, run, task, kind), all as BLOBs.
 
-        Yields (seq, leaf, body, run, task, kind, types) where every column is read as a BLOB (so
-        a tampered column of another SQLite type cannot crash the reader) and ``types`` is the
-        comma-joined SQLite type names of leaf, body, run, task, kind as they are stored.
+        Reading every column as a BLOB means a tampered column of another SQLite type cannot
+        crash the reader; ``misfiled_rows`` reports columns stored with the wrong type.
         """
         cur = self._conn.execute(
             "SELECT seq, CAST(leaf AS BLOB), CAST(body AS BLOB), CAST(run AS BLOB), "
-            "CAST(task AS BLOB), CAST(kind AS BLOB), "
-            "typeof(leaf) || ',' || typeof(body) || ',' || typeof(run) || ',' || typeof(task) "
-            "|| ',' || typeof(kind) FROM entries ORDER BY seq")
+            "CAST(task AS BLOB), CAST(kind AS BLOB) FROM entries ORDER BY seq")
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:
                 return
             yield from chunk
+
+    def misfiled_rows(self) -> tuple[int, str] | None:
+        """The first row whose columns have the wrong SQLite type, with the types found."""
+        row = self._conn.execute(
+            "SELECT seq, typeof(leaf) || ',' || typeof(body) || ',' || typeof(run) || ',' || "
+            "typeof(task) || ',' || typeof(kind) FROM entries WHERE typeof(leaf) != 'blob' "
+            "OR typeof(body) != 'blob' OR typeof(run) NOT IN ('text', 'null') "
+            "OR typeof(task) NOT IN ('text', 'null') OR typeof(kind) != 'text' "
+            "ORDER BY seq LIMIT 1").fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def all_nodes(self) -> Iterator[tuple[int, int, bytes, str]]:
         """(level, idx, hash as BLOB, SQLite type of the stored hash) in (level, idx) order."""
