@@ -20,6 +20,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Each module defines ``register(group: click.Group) -> None``.
 COMMAND_MODULES: list[str] = [
     "cli.journal_cmds",
+    "cli.report_cmds",
+    "cli.run_cmds",
+    "cli.costs_cmds",
+    "cli.tasks_cmds",
+    "cli.bench_cmds",
 ]
 
 

@@ -1,0 +1,154 @@
+"""Benchmark of `ledger run`: harness overhead per attempt, parallel speed-up, journal volume.
+
+    python benchmarks/run.py [--json] [--attempts 20]
+
+* overhead: ``noop`` on a small task (check-script tests), ``--parallel 1 --trace none``. Per
+  attempt: time from ``attempt.started`` to ``attempt.finished`` (journal timestamps) minus the
+  agent's own wall time and the test commands' durations (baseline, hidden, regression). The
+  median is reported (target <= 100 ms), with the same-run baseline of one bare ``python -c pass``
+  process spawn for scale.
+* speed-up: a sleep-1s ``cmd:`` agent, 20 attempts, ``--parallel 2`` vs ``--parallel 1`` wall
+  time (target >= 1.7).
+* volume: journal entries and bytes per attempt for both workloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ledger.home import LedgerHome  # noqa: E402
+from ledger.journal.journal import Journal  # noqa: E402
+from ledger.run.recorder import RunRequest, execute_run  # noqa: E402
+
+TASK_MD = """---
+id: bench-task
+title: Bench task
+tier: bench
+max_duration_s: 60
+regression_command: [python, check_public.py]
+hidden_test_command: [python, tests_hidden/check_hidden.py]
+---
+`ops.sub` adds instead of subtracting. Fix it.
+"""
+HIDDEN = ("import sys\nsys.path.insert(0, '.')\nimport ops\n"
+          "# hidden verification of subtraction on carefully chosen operand pairs for the bench\n"
+          "assert ops.sub(7, 2) == 5, 'the subtraction returned a wrong value for the bench'\n")
+
+
+def make_home(tmp: Path) -> LedgerHome:
+    root = tmp / ".ledger" / "golden" / "bench" / "bench-task"
+    for rel, text in {
+        "task.md": TASK_MD,
+        "repo/ops.py": "def sub(a, b):\n    return a + b\n",
+        "repo/check_public.py": "import ops\nassert callable(ops.sub)\n",
+        "tests/check_hidden.py": HIDDEN,
+        "solution/ops.py": "def sub(a, b):\n    return a - b\n",
+    }.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return LedgerHome(tmp / ".ledger")
+
+
+def run(home: LedgerHome, agent: str, attempts: int, parallel: int) -> tuple[str, float]:
+    req = RunRequest(tiers=("bench",), agents=(agent,), repeat=attempts, parallel=parallel,
+                     trace="none")
+    t0 = time.perf_counter()
+    summary = execute_run(home, req)
+    return summary.run_id, time.perf_counter() - t0
+
+
+def attempt_stats(home: LedgerHome, run_id: str) -> dict[str, Any]:
+    with Journal.open(home.journal_path) as j:
+        items = list(j.entries(run=run_id))
+    per: dict[str, dict[str, float]] = {}
+    for e in items:
+        aid = e.data.get("attempt")
+        if not isinstance(aid, str):
+            continue
+        p = per.setdefault(aid, {"agent": 0.0, "tests": 0.0})
+        if e.kind == "attempt.started":
+            p["start"] = e.ts / 1e9
+        elif e.kind == "attempt.finished":
+            p["end"] = e.ts / 1e9
+        elif e.kind == "agent.finished":
+            p["agent"] = float(e.data["wall_s"])
+        elif e.kind in ("test.baseline", "test.result"):
+            p["tests"] += float(e.data["duration_s"])
+    overhead = [1000 * (p["end"] - p["start"] - p["agent"] - p["tests"]) for p in per.values()]
+    n = len(per)
+    return {
+        "attempts": n,
+        "overhead_ms_median": round(statistics.median(overhead), 1),
+        "overhead_ms_p90": round(sorted(overhead)[int(0.9 * (n - 1))], 1),
+        "agent_s_median": round(statistics.median(p["agent"] for p in per.values()), 3),
+        "tests_s_median": round(statistics.median(p["tests"] for p in per.values()), 3),
+        "entries_per_attempt": round(len(items) / n, 1),
+        "bytes_per_attempt": round(sum(len(e.raw) for e in items) / n),
+    }
+
+
+def python_spawn_ms(n: int = 10) -> float:
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        samples.append(1000 * (time.perf_counter() - t0))
+    return round(statistics.median(samples), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--attempts", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
+        home = make_home(Path(tmp))
+        spawn = python_spawn_ms()
+        noop_run, noop_wall = run(home, "noop", args.attempts, 1)
+        noop = attempt_stats(home, noop_run)
+        noop["run_wall_s"] = round(noop_wall, 2)
+        noop["run_wall_per_attempt_ms"] = round(1000 * noop_wall / args.attempts, 1)
+        sleeper = f"cmd:{sys.executable} -c 'import time; time.sleep(1)'"
+        r1, wall1 = run(home, sleeper, args.attempts, 1)
+        r2, wall2 = run(home, sleeper, args.attempts, 2)
+        sleep_stats = attempt_stats(home, r2)
+    result = {
+        "benchmark": "run",
+        "python_spawn_ms": spawn,
+        "noop": noop,
+        "overhead_vs_python_spawn": round(noop["overhead_ms_median"] / spawn, 2),
+        "overhead_target_ms": 100,
+        "overhead_ok": noop["overhead_ms_median"] <= 100,
+        "sleep1s": {
+            "attempts": args.attempts,
+            "parallel1_wall_s": round(wall1, 2),
+            "parallel2_wall_s": round(wall2, 2),
+            "speedup": round(wall1 / wall2, 2),
+            "speedup_target": 1.7,
+            "speedup_ok": wall1 / wall2 >= 1.7,
+            "entries_per_attempt": sleep_stats["entries_per_attempt"],
+            "bytes_per_attempt": sleep_stats["bytes_per_attempt"],
+            "overhead_ms_median_parallel2": sleep_stats["overhead_ms_median"],
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""``ledger run`` and ``ledger runs``: parse, call the coordinator, render."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.main import Ctx, emit_json, json_option, pass_ctx
+from ledger.home import LedgerHome
+from ledger.journal.journal import Journal
+from ledger.run.config import TRACE_MODES
+from ledger.run.recorder import AttemptResult, RunRequest, RunSummary, execute_run
+
+
+class LineProgress:
+    """Plain progress lines on stderr (no terminal, or --json)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.total = 0
+        self.done = 0
+
+    def note(self, message: str) -> None:
+        click.echo(message, err=True)
+
+    def start(self, run_id: str, total: int) -> None:
+        self.total = total
+        if not self.quiet:
+            click.echo(f"run {run_id}: {total} attempt(s)", err=True)
+
+    def phase(self, attempt_id: str, phase: str) -> None:
+        pass
+
+    def finished(self, result: AttemptResult) -> None:
+        self.done += 1
+        if not self.quiet:
+            click.echo(f"[{self.done}/{self.total}] {_label(result)}: {result.outcome}"
+                       f"{_secs(result.wall_s)}", err=True)
+
+    def stop(self) -> None:
+        pass
+
+
+class BarProgress(LineProgress):
+    """A rich progress bar on a terminal; one line per finished attempt above it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = Console(stderr=True)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=self.console, transient=True)
+        self.task_id: Any = None
+        self.phases: dict[str, str] = {}
+
+    def note(self, message: str) -> None:
+        self.console.print(message, markup=False, highlight=False)
+
+    def start(self, run_id: str, total: int) -> None:
+        self.total = total
+        self.console.print(f"run {run_id}: {total} attempt(s)", markup=False, highlight=False)
+        self.bar.start()
+        self.task_id = self.bar.add_task("starting", total=total)
+
+    def phase(self, attempt_id: str, phase: str) -> None:
+        parts = attempt_id.split("/")
+        self.phases[attempt_id] = f"{parts[1] if len(parts) > 1 else attempt_id}: {phase}"
+        self.bar.update(self.task_id, description=", ".join(list(self.phases.values())[-2:]))
+
+    def finished(self, result: AttemptResult) -> None:
+        self.done += 1
+        self.phases.pop(result.attempt, None)
+        self.bar.update(self.task_id, advance=1,
+                        description=", ".join(list(self.phases.values())[-2:]) or "finishing")
+        self.console.print(f"{_label(result)}: {result.outcome}{_secs(result.wall_s)}",
+                           markup=False, highlight=False)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def _label(r: AttemptResult) -> str:
+    return f"{r.task} {r.agent} #{r.repeat}" + (f" (try {r.try_no})" if r.try_no > 1 else "")
+
+
+def _secs(value: float | None) -> str:
+    return f" ({value:.1f}s)" if isinstance(value, int | float) else ""
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def render_summary(s: RunSummary, saved: bool) -> str:
+    rows = []
+    for r in s.results:
+        total = sum(r.hidden_counts.values())
+        tests = (f"{r.hidden_counts.get('passed', 0)}/{total}" if total
+                 else "-" if r.hidden_passed is None else "ok" if r.hidden_passed else "FAIL")
+        rows.append([r.task, r.agent, str(r.repeat), r.outcome, tests,
+                     f"{r.signals_passed}/{r.signals_total}",
+                     "-" if r.regression_passed is None else ("ok" if r.regression_passed else "FAIL"),
+                     f"{r.wall_s:.1f}" if r.wall_s is not None else "-",
+                     f"{r.cost_usd:.4f}" if r.cost_usd is not None else "-"])
+    lines = [f"run {s.run_id}: {s.status}" + (" (resumed)" if s.resumed else "")]
+    if rows:
+        lines += ["", *_table(["task", "agent", "rep", "outcome", "hidden", "signals",
+                               "regression", "agent s", "cost $"], rows)]
+    else:
+        lines.append("nothing left to run")
+    lines += ["", f"checkpoint (tree size {s.tree_size}):", s.checkpoint.rstrip("\n"), ""]
+    if saved:
+        lines += ["next:", f"  ledger report {s.run_id}", f"  ledger verify {s.run_id}"]
+    else:
+        lines.append("(--no-save: the journal was temporary and has been discarded)")
+    return "\n".join(lines)
+
+
+@click.command("run")
+@click.option("--tier", "tiers", multiple=True, metavar="T", help="Tier to run (repeatable; default smoke).")
+@click.option("--task", "task_ids", multiple=True, metavar="ID", help="Task id to run (repeatable).")
+@click.option("--agent", "agents", multiple=True, metavar="SPEC",
+              help="Agent: noop, oracle, demo, replay:RUN, claude, codex, ..., cmd:PROGRAM ARGS, "
+                   "or a name from ledger.toml (repeatable).")
+@click.option("--parallel", type=click.IntRange(min=1), help="Attempts run at once (default 1).")
+@click.option("--repeat", type=click.IntRange(min=1), help="Attempts per task and agent (default 1).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Time budget of every attempt (overrides the tasks' budgets).")
+@click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
+@click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
+@click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
+@click.option("--keep-worktrees", is_flag=True, hidden=True, help="Keep attempt directories (debugging).")
+@json_option
+@pass_ctx
+def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
+            parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
+            trace: str | None, no_save: bool, keep_worktrees: bool, as_json: bool) -> None:
+    """Run agents on golden tasks; every event goes to the journal."""
+    request = RunRequest(tiers=tiers, task_ids=task_ids, agents=agents, parallel=parallel,
+                         repeat=repeat, timeout_s=timeout, trace=trace, resume=resume,
+                         keep_worktrees=keep_worktrees)
+    progress = LineProgress(quiet=True) if as_json else (
+        BarProgress() if sys.stderr.isatty() else LineProgress())
+    if no_save:
+        with tempfile.TemporaryDirectory(prefix="ledger-nosave-") as tmp:
+            home = LedgerHome(Path(tmp) / ".ledger")
+            summary = execute_run(home, request, progress=progress, source=ctx.home)
+            _render(summary, as_json, saved=False)
+    else:
+        summary = execute_run(ctx.home, request, progress=progress)
+        _render(summary, as_json, saved=True)
+    if summary.status == "interrupted":
+        sys.exit(130)
+
+
+def _render(summary: RunSummary, as_json: bool, *, saved: bool) -> None:
+    if as_json:
+        data = summary.as_dict()
+        data["saved"] = saved
+        if not saved:
+            data["next"] = []
+        emit_json(data)
+    else:
+        click.echo(render_summary(summary, saved))
+
+
+@click.command("runs")
+@json_option
+@pass_ctx
+def runs_cmd(ctx: Ctx, as_json: bool) -> None:
+    """List runs, newest first: id, start time, tiers, agents, state."""
+    if not ctx.home.journal_path.exists():
+        rows: list[dict[str, Any]] = []
+    else:
+        with Journal.open(ctx.home.journal_path, readonly=True) as journal:
+            rows = [{
+                "run": r.run_id,
+                "started": datetime.fromtimestamp(r.started_ts / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "tiers": list(r.config.get("tiers", [])),
+                "agents": list(r.config.get("agents", [])),
+                "state": r.state,
+            } for r in journal.runs()]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no runs yet: start one with `ledger run`")
+        return
+    for line in _table(["run", "started", "tiers", "agents", "state"],
+                       [[r["run"], r["started"], ",".join(r["tiers"]), ",".join(r["agents"]),
+                         r["state"]] for r in rows]):
+        click.echo(line)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(run_cmd)
+    group.add_command(runs_cmd)

@@ -1,0 +1,422 @@
+"""One attempt, worker side: a picklable ``AttemptPlan`` in, ``AttemptEvent``s streamed out.
+
+    load task (hash must match the plan)   resolve agent
+    workspace: fresh worktree, fresh git history          (ground truth stays outside)
+    commitment      ---> emitted BEFORE the agent starts
+    test.baseline   ---> the regression command, before the agent
+    agent.started, activity..., agent.finished
+    hidden tests copied in as tests_hidden/ (only now)
+    signal.result*, test.result (hidden), test.result (regression)
+    diff            (taken right after the agent, before the hidden tests entered)
+    attempt.finished
+
+Every text captured from the agent or the tests passes the attempt's redactor (built from the
+ground-truth commitment) before it is emitted, so no hidden test or solution text reaches the
+journal. Commands that the task calls ``python`` run with ``sys.executable``. The coordinator
+stops an attempt by raising ``AttemptStopped`` in this process (see executor.py); clean-up then
+kills whatever the attempt started and the attempt still reports ``attempt.finished``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import LedgerError, TaskError
+from ledger.run.contracts import (
+    AttemptContext,
+    AttemptEvent,
+    AttemptPlan,
+    CaptureFilter,
+    no_filter,
+)
+from ledger.run.executor import AttemptStopped
+from ledger.run.workspace import (
+    Workspace,
+    bound_text,
+    create_workspace,
+    install_hidden_tests,
+    take_diff,
+)
+from ledger.tasks.model import Signal, Task
+
+TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
+MESSAGE_LIMIT = 500  # bytes of a test failure message
+MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
+DEFAULT_TEST_TIMEOUT_S = 600.0
+PYTEST_EXTRA = ("-p", "no:cacheprovider")
+EXIT_TIMEOUT = 124  # exit code recorded for a test command stopped at its time limit
+
+Emit = Callable[[AttemptEvent], None]
+Redact = CaptureFilter  # text -> text, applied to every captured text before it is emitted
+
+
+class _Out:
+    """Adds the attempt id to every event and sends it to the coordinator."""
+
+    def __init__(self, plan: AttemptPlan, emit: Emit) -> None:
+        self.plan = plan
+        self._emit = emit
+
+    def entry(self, kind: str, data: Mapping[str, Any]) -> None:
+        self._emit(AttemptEvent(self.plan.attempt_id, self.plan.task_id, kind,
+                                {"attempt": self.plan.attempt_id, **data}))
+
+    def phase(self, name: str, **extra: Any) -> None:
+        self._emit(AttemptEvent(self.plan.attempt_id, self.plan.task_id, "phase",
+                                {"phase": name, **extra}))
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def python_argv(argv: Sequence[str]) -> list[str]:
+    """``python ...`` runs with the harness's own interpreter (the one with pytest)."""
+    out = list(argv)
+    if out and out[0] in ("python", "python3"):
+        out[0] = sys.executable
+    return out
+
+
+def tool_env(ws: Workspace) -> dict[str, str]:
+    """The environment for tests and signals: the harness's Python first, a private HOME, and
+    none of the user's secrets."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    return {
+        "PATH": path,
+        "HOME": str(ws.home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": str(ws.scratch),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+        # Task tests are plain pytest: the harness's own plugins (hypothesis, ...) are not loaded.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)
+
+
+def run_command(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
+    output: Path | None = None,
+) -> tuple[int, float, bool]:
+    """Run ``argv`` as its own process group; (exit code, seconds, timed out).
+
+    A signal death is reported as 128 + signal number, a timeout as 124. Output goes to
+    ``output`` (a file outside the worktree) or nowhere. The group is killed on every exit path.
+    """
+    start = time.perf_counter()
+    sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
+                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            if output is not None:
+                Path(output).write_text(f"cannot start {argv[0]}: {exc.strerror}\n")
+            return 127, time.perf_counter() - start, False
+        timed_out = False
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = EXIT_TIMEOUT
+        finally:
+            _kill_group(proc)  # also reaps anything the command left behind
+        if not timed_out and code < 0:
+            code = 128 - code
+        return code, time.perf_counter() - start, timed_out
+    finally:
+        if output is not None:
+            sink.close()  # type: ignore[union-attr]
+
+
+def _is_pytest(argv: Sequence[str]) -> bool:
+    return any(os.path.basename(a) in ("pytest", "py.test") for a in argv)
+
+
+def _first_line(text: str | None, redact: Redact) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return bound_text(redact(line), MESSAGE_LIMIT)[0]
+
+
+def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]] | None:
+    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    tests: list[dict[str, str]] = []
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        test_id = f"{classname}::{name}" if classname else name
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                message = child.get("message") or (child.text or "")
+                if outcome in ("failed", "error"):
+                    break
+        counts[outcome] += 1
+        if len(tests) < MAX_TESTS:
+            tests.append({"id": test_id, "outcome": outcome, "message": _first_line(message, redact)})
+    return counts, tests
+
+
+def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
+              timeout: float, label: str | None = None) -> dict[str, Any]:
+    """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry."""
+    argv = python_argv(command)
+    report = ws.scratch / f"{label or suite}.xml"
+    with contextlib.suppress(FileNotFoundError):
+        report.unlink()
+    if _is_pytest(argv):
+        argv = [*argv, f"--junitxml={report}", *PYTEST_EXTRA]
+    code, duration, _timed_out = run_command(
+        argv, cwd=ws.worktree, env=tool_env(ws), timeout=timeout,
+        output=ws.scratch / f"{label or suite}.log",
+    )
+    parsed = parse_junit(report, redact) if report.exists() else None
+    counts, tests = parsed if parsed is not None else (
+        {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, [])
+    return {
+        "suite": suite,
+        "command": list(command),
+        "exit_code": code,
+        "passed": code == 0,
+        "duration_s": round(duration, 6),
+        "counts": counts,
+        "tests": tests,
+    }
+
+
+def _inside(worktree: Path, rel: str) -> Path | None:
+    target = (worktree / rel).resolve()
+    root = worktree.resolve()
+    return target if target == root or root in target.parents else None
+
+
+def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
+               timeout: float) -> dict[str, Any]:
+    """Evaluate one completion signal: the data of a ``signal.result`` entry."""
+    passed, detail = False, ""
+    if sig.kind == "command":
+        argv = (["/bin/sh", "-c", sig.command] if isinstance(sig.command, str)
+                else python_argv(sig.command or ()))
+        log = ws.scratch / f"signal-{index}.log"
+        code, _duration, timed_out = run_command(
+            argv, cwd=ws.worktree, env=tool_env(ws), timeout=timeout, output=log)
+        passed = code == sig.expect_exit and not timed_out
+        detail = f"exit {code}, expected {sig.expect_exit}" + (" (timed out)" if timed_out else "")
+        if not passed:
+            tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+            if tail:
+                detail += ": " + _first_line(tail[-1], redact)
+    elif sig.kind == "path_exists":
+        target = _inside(ws.worktree, sig.path or "")
+        passed = target is not None and target.exists()
+        detail = "exists" if passed else ("escapes the worktree" if target is None else "missing")
+    elif sig.kind == "file_contains":
+        target = _inside(ws.worktree, sig.path or "")
+        if target is None:
+            detail = "escapes the worktree"
+        elif not target.is_file():
+            detail = "missing"
+        else:
+            text = target.read_bytes()[: 16 * 1024 * 1024].decode("utf-8", "replace")
+            passed = re.search(sig.pattern or "", text, re.MULTILINE) is not None
+            detail = "pattern found" if passed else "pattern not found"
+    else:
+        detail = f"unknown signal kind {sig.kind!r}"
+    return {"index": index, "signal": sig.as_dict(), "passed": passed, "detail": detail}
+
+
+# --------------------------------------------------------------------------- the attempt
+
+
+def load_plan_task(plan: AttemptPlan) -> Task:
+    """The task the plan names; its hash must be the one the journal recorded."""
+    from ledger.tasks.loader import load_task
+
+    task = load_task(Path(plan.task_root), tier=plan.config.get("tier"))
+    expected = plan.config.get("task_hash")
+    if expected and task.hash != expected:
+        raise TaskError(
+            f"task {task.id} changed since the run recorded it (hash {task.hash[:12]}..., "
+            f"journal says {str(expected)[:12]}...)"
+        )
+    return task
+
+
+def run_attempt(plan: AttemptPlan, emit: Emit, *, stop_guard: Any = None) -> None:
+    """Run one attempt and stream its events; always ends with ``attempt.finished``.
+
+    ``stop_guard`` (the worker's signal handler state) is disarmed before clean-up, so a late
+    stop request cannot cut the clean-up short.
+    """
+    out = _Out(plan, emit)
+    ws: Workspace | None = None
+    status, error = "completed", None
+    try:
+        ws = _run(plan, out)
+    except AttemptStopped as stop:
+        status, error = stop.status, f"{stop.status} by the coordinator"
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted"
+    except LedgerError as exc:
+        status, error = "error", str(exc)
+    except Exception as exc:  # a harness bug must not take the worker down
+        status, error = "error", f"{type(exc).__name__}: {exc}"
+    finally:
+        if stop_guard is not None:
+            stop_guard.armed = False
+        ws = ws or _CURRENT.pop(plan.attempt_id, None)
+        _CURRENT.pop(plan.attempt_id, None)
+        if ws is not None and not plan.config.get("keep_worktree"):
+            with contextlib.suppress(Exception):
+                ws.cleanup()
+        out.entry("attempt.finished", {"status": status, "error": error})
+
+
+_CURRENT: dict[str, Workspace] = {}  # so clean-up finds the workspace when _run is cut short
+
+
+def _run(plan: AttemptPlan, out: _Out) -> Workspace:
+    from ledger.tasks.loader import load_repo_history
+
+    cfg = plan.config
+    task = load_plan_task(plan)
+    agent = _resolve(plan)
+    out.phase("workspace")
+    ws = create_workspace(task, history=load_repo_history(task))
+    _CURRENT[plan.attempt_id] = ws
+
+    commitment, redact = _commit(task, cfg)
+    out.entry("commitment", {"commitment": commitment})
+
+    test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
+    out.phase("baseline")
+    baseline = run_suite(ws, "regression", task.regression_command, redact=redact,
+                         timeout=test_timeout, label="baseline")
+    out.entry("test.baseline", baseline)
+
+    out.phase("agent")
+    _run_agent(plan, task, agent, ws, out, redact)
+
+    # From here on the agent process group is gone: ground truth may enter.
+    diff = take_diff(ws, task.repo_dir, redact=redact)
+    out.phase("tests")
+    install_hidden_tests(ws, task)
+    for index, sig in enumerate(task.signals):
+        out.entry("signal.result", run_signal(ws, index, sig, redact=redact, timeout=test_timeout))
+    out.entry("test.result", run_suite(ws, "hidden", task.hidden_test_command, redact=redact,
+                                       timeout=test_timeout))
+    out.entry("test.result", run_suite(ws, "regression", task.regression_command, redact=redact,
+                                       timeout=test_timeout))
+    out.entry("diff", diff)
+    return ws
+
+
+# --------------------------------------------------------------------------- integration points
+
+
+def _resolve(plan: AttemptPlan) -> Any:
+    from ledger.run.agents import resolve_agent
+
+    return resolve_agent(plan.agent_spec, config=plan.config.get("named_agents") or {})
+
+
+def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redact]:
+    """The ground-truth commitment (emitted before the agent) and the redactor built from it."""
+    from attest.material import commitment_for_task
+    from attest.redact import Redactor
+
+    key = cfg.get("commitment_key")
+    if not isinstance(key, bytes | bytearray) or len(key) != 32:
+        raise TaskError("the attempt plan carries no commitment key; nothing was run")
+    commitment = commitment_for_task(task, key=bytes(key))
+    return commitment.as_data(), Redactor(commitment, bytes(key))
+
+
+def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> dict[str, Any]:
+    """What a built-in agent needs besides the context (never given to other agents)."""
+    extra: dict[str, Any] = dict(plan.config.get("agent_extra") or {})
+    builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
+    if builtin == "oracle":
+        extra["task_root"] = str(task.root)  # the oracle reads the solution: DIRTY by design
+    elif builtin == "demo":
+        steps = ws.scratch / "demo_steps.json"  # outside the worktree and the task folder
+        steps.write_text(json.dumps(list(task.demo)), encoding="utf-8")
+        extra["demo_steps"] = list(task.demo)
+        extra["demo_steps_file"] = str(steps)
+    return extra
+
+
+def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
+               redact: Redact) -> None:
+    from ledger.run.costs import estimate_cost
+    from ledger.run.process import output_events, redact_secrets, resolve_trace, run_agent_process
+
+    prompt_file = ws.scratch / "prompt.md"
+    prompt_file.write_text(task.prompt, encoding="utf-8")
+    ctx = AttemptContext(
+        attempt_id=plan.attempt_id, task_id=task.id, worktree=ws.worktree,
+        prompt_file=prompt_file, prompt=task.prompt, home=ws.home, timeout_s=plan.timeout_s,
+        extra=_agent_extra(plan, task, agent, ws),
+    )
+    invocation = agent.invocation(ctx)
+    mode, reason = resolve_trace(plan.trace)
+    observed = mode if mode == "strace" else (
+        "transcript" if invocation.parser_factory is not None else "none")
+    out.entry("agent.started", {
+        "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
+        "cwd": str(ws.worktree),
+        "trace": observed,
+        "trace_reason": reason,
+    })
+    outcome = run_agent_process(
+        invocation, ctx, trace=mode, capture_filter=redact,
+        on_event=lambda ev: out.entry(ev[0], ev[1]),
+    )
+    for kind, data in output_events(outcome):
+        out.entry(kind, data)
+    cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
+                                 pricing=plan.config.get("pricing"))
+    out.entry("agent.finished", {
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "wall_s": round(outcome.wall_s, 6),
+        "timed_out": outcome.timed_out,
+        "crashed": not outcome.timed_out and (
+            outcome.signal is not None or outcome.exit_code not in (0, None)),
+        "tokens_in": outcome.usage.tokens_in,
+        "tokens_out": outcome.usage.tokens_out,
+        "cost_usd": cost,
+        "cost_source": source,
+        "orphans": outcome.orphans,
+        "telemetry": outcome.exit_code is not None or outcome.signal is not None,
+    })
+
+
+__all__ = ["run_attempt", "run_suite", "run_signal", "parse_junit", "python_argv", "no_filter"]

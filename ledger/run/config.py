@@ -1,0 +1,174 @@
+"""``ledger.toml``: named agents and default run options.
+
+The file sits next to the ledger directory (``LedgerHome.config_path``)::
+
+    [run]                       # defaults for `ledger run`; flags on the command line win
+    tiers = ["smoke"]
+    agents = ["claude"]
+    parallel = 2
+    repeat = 1
+    timeout = 600               # seconds; overrides every task's time budget
+    trace = "auto"              # auto | strace | none
+
+    [agents.mybot]              # `--agent mybot` then means this command
+    command = "mybot --prompt-file {prompt_file}"     # a string (shell words) or a list
+    env = { MYBOT_MODE = "batch" }                   # optional extra environment
+
+A missing file means "no configuration"; anything else that is wrong is a ``MalformedInput``
+naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import MalformedInput
+
+TRACE_MODES = ("auto", "strace", "none")
+_RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace"}
+_AGENT_KEYS = {"command", "env", "version"}
+
+
+@dataclass(frozen=True)
+class AgentDef:
+    """An agent named in ``[agents.NAME]``: a command template like ``cmd:`` takes."""
+
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    version: str | None = None
+
+    def spec(self) -> str:
+        """The equivalent generic ``cmd:`` spec string."""
+        return "cmd:" + shlex.join(self.command)
+
+
+@dataclass(frozen=True)
+class RunDefaults:
+    tiers: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    parallel: int | None = None
+    repeat: int | None = None
+    timeout: float | None = None
+    trace: str | None = None
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    path: Path | None = None
+    run: RunDefaults = field(default_factory=RunDefaults)
+    agents: Mapping[str, AgentDef] = field(default_factory=dict)
+
+    def agent_table(self) -> dict[str, dict[str, Any]]:
+        """Plain, picklable form of the named agents (sent to workers with each attempt)."""
+        return {
+            name: {"command": list(a.command), "env": dict(a.env), "version": a.version}
+            for name, a in self.agents.items()
+        }
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise MalformedInput(f"{where}: expected a list of non-empty strings")
+    return tuple(value)
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MalformedInput(f"{where}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _parse_run(raw: Any, where: str) -> RunDefaults:
+    if not isinstance(raw, dict):
+        raise MalformedInput(f"{where}: [run] must be a table")
+    unknown = sorted(set(raw) - _RUN_KEYS)
+    if unknown:
+        raise MalformedInput(f"{where}: unknown [run] key(s) {unknown}; known: {sorted(_RUN_KEYS)}")
+    timeout = raw.get("timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise MalformedInput(f"{where}: [run] timeout must be a number of seconds")
+        timeout = float(timeout)
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise MalformedInput(f"{where}: [run] timeout must be positive")
+    trace = raw.get("trace")
+    if trace is not None and trace not in TRACE_MODES:
+        raise MalformedInput(f"{where}: [run] trace must be one of {', '.join(TRACE_MODES)}")
+    return RunDefaults(
+        tiers=_strings(raw["tiers"], f"{where}: [run] tiers") if "tiers" in raw else (),
+        tasks=_strings(raw["tasks"], f"{where}: [run] tasks") if "tasks" in raw else (),
+        agents=_strings(raw["agents"], f"{where}: [run] agents") if "agents" in raw else (),
+        parallel=_positive_int(raw["parallel"], f"{where}: [run] parallel") if "parallel" in raw else None,
+        repeat=_positive_int(raw["repeat"], f"{where}: [run] repeat") if "repeat" in raw else None,
+        timeout=timeout,
+        trace=trace,
+    )
+
+
+def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
+    at = f"{where}: [agents.{name}]"
+    if not isinstance(raw, dict):
+        raise MalformedInput(f"{at} must be a table")
+    if not name or ":" in name or any(c.isspace() for c in name):
+        raise MalformedInput(f"{at}: an agent name has no spaces or ':'")
+    unknown = sorted(set(raw) - _AGENT_KEYS)
+    if unknown:
+        raise MalformedInput(f"{at}: unknown key(s) {unknown}; known: {sorted(_AGENT_KEYS)}")
+    command = raw.get("command")
+    if isinstance(command, str):
+        try:
+            argv = tuple(shlex.split(command))
+        except ValueError as exc:
+            raise MalformedInput(f"{at}: cannot split command: {exc}") from None
+    elif isinstance(command, list) and all(isinstance(v, str) for v in command):
+        argv = tuple(command)
+    else:
+        raise MalformedInput(f"{at}: command must be a string or a list of strings")
+    if not argv or not argv[0]:
+        raise MalformedInput(f"{at}: empty command")
+    env = raw.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise MalformedInput(f"{at}: env must be a table of strings")
+    version = raw.get("version")
+    if version is not None and not isinstance(version, str):
+        raise MalformedInput(f"{at}: version must be a string")
+    return AgentDef(name=name, command=argv, env=dict(env), version=version)
+
+
+def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
+    """Parse the text of a ``ledger.toml``."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MalformedInput(f"{where}: invalid TOML: {exc}") from None
+    unknown = sorted(set(raw) - {"run", "agents"})
+    if unknown:
+        raise MalformedInput(f"{where}: unknown table(s) {unknown}; known: ['agents', 'run']")
+    run = _parse_run(raw["run"], where) if "run" in raw else RunDefaults()
+    agents_raw = raw.get("agents", {})
+    if not isinstance(agents_raw, dict):
+        raise MalformedInput(f"{where}: [agents] must be a table of tables")
+    agents = {name: _parse_agent(name, spec, where) for name, spec in agents_raw.items()}
+    return LedgerConfig(path=Path(where), run=run, agents=agents)
+
+
+def load_config(path: Path) -> LedgerConfig:
+    """Load ``ledger.toml`` at ``path``; an absent file is the empty configuration."""
+    path = Path(path)
+    if not path.is_file():
+        return LedgerConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MalformedInput(f"{path}: cannot read: {exc}") from None
+    return parse_config(text, str(path))

@@ -1,0 +1,384 @@
+"""The private, throw-away directory an attempt runs in.
+
+    <tmp>/ledger-attempt-XXXX/      mode 0700, removed when the attempt ends
+        wt/        the worktree: a copy of the task's repo/ with a fresh git history
+        home/      an empty HOME for the agent (its config, caches, credentials helpers)
+        scratch/   the prompt file, JUnit reports, demo steps: outside the worktree
+
+The git history of the worktree is made with a fixed author, committer and date, so the same
+``repo/`` always yields the same commit ids. When the task ships ``repo_history.yaml`` its commits
+are replayed first (an adversarial task hides the fix in history) and the tree is then set to
+``repo/`` exactly. The last commit is always ``starting state``; the diff is taken against it.
+
+Ground truth (hidden tests, solution) is copied in only by ``install_hidden_tests``, which the
+attempt calls after the agent process group is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ledger.errors import TaskError
+from ledger.tasks.model import Task
+
+BASE_MESSAGE = "starting state"
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "eval-ledger",
+    "GIT_AUTHOR_EMAIL": "harness@eval-ledger.invalid",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "eval-ledger",
+    "GIT_COMMITTER_EMAIL": "harness@eval-ledger.invalid",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+# Caches that tests and tools create; never part of the agent's change.
+EXCLUDES = ("__pycache__/", "*.pyc", "*.pyo", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/")
+_IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
+PATCH_LIMIT = 64 * 1024
+CONTENT_LIMIT = 64 * 1024
+SCAN_LIMIT = 8 * 1024 * 1024  # patch bytes read to look for conflict markers
+_GIT_TIMEOUT = 120
+_MARKER = re.compile(rb"^\+(<{7}|>{7})(?: |$)", re.MULTILINE)
+_PLAIN_MARKER = re.compile(rb"^(<{7}|>{7})(?: |$)", re.MULTILINE)
+
+Redact = Callable[[str], str]
+
+
+class WorkspaceError(TaskError):
+    """The worktree could not be prepared (copy or git failed)."""
+
+
+@dataclass
+class Workspace:
+    root: Path
+    worktree: Path
+    home: Path
+    scratch: Path
+    base: str  # commit id of "starting state"
+
+    def cleanup(self) -> None:
+        remove_tree(self.root)
+
+
+def _unlock(path: str) -> None:
+    """Give the owner rwx on every directory below ``path`` (an agent may have chmod-ed them)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IRWXU)
+        with os.scandir(path) as it:
+            for child in it:
+                if child.is_dir(follow_symlinks=False):
+                    _unlock(child.path)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` even when an agent made parts of it read-only; never follows symlinks."""
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+        return
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        _unlock(str(path))
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def git_env(home: Path) -> dict[str, str]:
+    """A git environment that ignores the user's and the system's configuration."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        **GIT_IDENTITY,
+    }
+
+
+def git(cwd: Path, *args: str, env: Mapping[str, str], check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=_GIT_TIMEOUT, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorkspaceError(f"git {args[0]} failed in {cwd}: {exc}") from None
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise WorkspaceError(f"git {args[0]} failed in {cwd}: {err[-1] if err else proc.returncode}")
+    return proc
+
+
+def _ignore(_dir: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in _IGNORED_NAMES or n.endswith((".pyc", ".pyo"))}
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a task folder's files (not its caches) into ``dst``, merging with what is there."""
+    shutil.copytree(src, dst, ignore=_ignore, dirs_exist_ok=True, symlinks=True)
+
+
+def _write_history(worktree: Path, files: Mapping[str, str | None]) -> None:
+    for rel, content in files.items():
+        target = worktree / rel
+        if content is None:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+
+
+def _clear_worktree(worktree: Path) -> None:
+    for child in worktree.iterdir():
+        if child.name == ".git":
+            continue
+        if child.is_dir() and not child.is_symlink():
+            remove_tree(child)
+        else:
+            child.unlink()
+
+
+def create_workspace(
+    task: Task,
+    *,
+    history: Iterable[Any] = (),
+    parent: Path | None = None,
+) -> Workspace:
+    """Make the attempt directory and a worktree holding ``repo/`` at commit ``starting state``.
+
+    ``history`` is the task's replayed commits (objects with ``message`` and ``files``).
+    """
+    root = Path(tempfile.mkdtemp(prefix="ledger-attempt-", dir=parent))
+    try:
+        os.chmod(root, 0o700)
+        worktree, home, scratch = root / "wt", root / "home", root / "scratch"
+        for folder in (worktree, home, scratch):
+            folder.mkdir(mode=0o700)
+        env = git_env(home)
+        git(worktree, "init", "-q", "-b", "main", env=env)
+        (worktree / ".git" / "info").mkdir(exist_ok=True)
+        (worktree / ".git" / "info" / "exclude").write_text("\n".join(EXCLUDES) + "\n")
+        commits = list(history)
+        for commit in commits:
+            _write_history(worktree, commit.files)
+            git(worktree, "add", "-A", env=env)
+            git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", commit.message, env=env)
+        if commits:
+            _clear_worktree(worktree)
+        copy_tree(task.repo_dir, worktree)
+        git(worktree, "add", "-A", env=env)
+        git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", BASE_MESSAGE, env=env)
+        base = (worktree / ".git" / "refs" / "heads" / "main").read_text().strip()
+        return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base=base)
+    except BaseException:
+        remove_tree(root)
+        raise
+
+
+def install_hidden_tests(ws: Workspace, task: Task) -> Path:
+    """Copy the hidden tests into the worktree (replacing anything the agent put there)."""
+    target = ws.worktree / task.hidden_tests_dir
+    if not ws.worktree.is_dir():
+        ws.worktree.mkdir(parents=True)
+    if os.path.lexists(target):
+        if target.is_dir() and not target.is_symlink():
+            remove_tree(target)
+        else:
+            target.unlink()
+    copy_tree(task.tests_dir, target)
+    return target
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def bound_text(text: str, limit: int) -> tuple[str, bool, int]:
+    """(head of ``text`` within ``limit`` UTF-8 bytes, truncated?, total bytes)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text, False, len(raw)
+    return raw[:limit].decode("utf-8", "ignore"), True, len(raw)
+
+
+def _file_content(path: Path, limit: int, redact: Redact) -> str | None:
+    """The final text of a changed file, for replay; None when binary, too large or unreadable."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
+            return None
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "\x00" in text:
+        return None
+    return redact(text)
+
+
+def _read_bounded(argv: list[str], cwd: Path, env: Mapping[str, str], limit: int) -> tuple[bytes, bool, int]:
+    """Run ``argv`` and read at most ``limit`` bytes of stdout (the rest is drained and counted)."""
+    with subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        head = proc.stdout.read(limit)
+        total = len(head)
+        more = False
+        while True:
+            chunk = proc.stdout.read(1 << 16)
+            if not chunk:
+                break
+            more = True
+            total += len(chunk)
+        code = proc.wait(timeout=_GIT_TIMEOUT)
+    if code != 0:
+        raise WorkspaceError(f"{' '.join(argv[:2])} exited with {code}")
+    return head, more, total
+
+
+def _parse_raw_numstat(out: bytes) -> list[dict[str, Any]]:
+    tokens = out.split(b"\0")
+    status: dict[str, str] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    order: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok:
+            i += 1
+            continue
+        if tok.startswith(b":"):
+            letter = tok.split()[-1][:1].decode()
+            path = tokens[i + 1].decode("utf-8", "replace")
+            status[path] = {"A": "added", "D": "deleted"}.get(letter, "modified")
+            order.append(path)
+            i += 2
+            continue
+        added, removed, path_b = tok.split(b"\t", 2)
+        path = path_b.decode("utf-8", "replace")
+        counts[path] = (
+            int(added) if added.isdigit() else 0,
+            int(removed) if removed.isdigit() else 0,
+        )
+        i += 1
+    return [
+        {"path": p, "status": status[p], "added": counts.get(p, (0, 0))[0],
+         "removed": counts.get(p, (0, 0))[1]}
+        for p in order
+    ]
+
+
+def _walk(folder: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    if not folder.is_dir():
+        return found
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d not in _IGNORED_NAMES]
+        for name in filenames:
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            full = Path(dirpath) / name
+            found[PurePosixPath(full.relative_to(folder).as_posix()).as_posix()] = full
+    return found
+
+
+def _read_lines(path: Path | None) -> list[str] | None:
+    if path is None:
+        return []
+    try:
+        return path.read_bytes().decode("utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _fallback_diff(repo_dir: Path, worktree: Path) -> tuple[list[dict[str, Any]], str]:
+    """Compare the worktree with ``repo/`` directly (used when git cannot: .git destroyed)."""
+    before, after = _walk(repo_dir), _walk(worktree)
+    files: list[dict[str, Any]] = []
+    chunks: list[str] = []
+    for rel in sorted(set(before) | set(after), key=lambda p: p.encode("utf-8")):
+        old, new = before.get(rel), after.get(rel)
+        if old is not None and new is not None:
+            try:
+                if old.read_bytes() == new.read_bytes():
+                    continue
+            except OSError:
+                pass
+        status = "added" if old is None else "deleted" if new is None else "modified"
+        a, b = _read_lines(old), _read_lines(new)
+        if a is None or b is None:
+            files.append({"path": rel, "status": status, "added": 0, "removed": 0})
+            chunks.append(f"Binary files a/{rel} and b/{rel} differ\n")
+            continue
+        lines = list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}"))
+        added = sum(1 for ln in lines[2:] if ln.startswith("+"))
+        removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
+        files.append({"path": rel, "status": status, "added": added, "removed": removed})
+        chunks.append("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines))
+    return files, "".join(chunks)
+
+
+def take_diff(
+    ws: Workspace,
+    repo_dir: Path,
+    *,
+    redact: Redact,
+    patch_limit: int = PATCH_LIMIT,
+    content_limit: int = CONTENT_LIMIT,
+) -> dict[str, Any]:
+    """The agent's change as the data of a ``diff`` entry (without ``attempt``).
+
+    Files carry ``content``: the final text of an added or modified file (redacted; None when
+    deleted, binary or larger than ``content_limit``), which is what ``replay:RUN`` re-enacts.
+    ``apply_failed`` is true when git could not produce the change against ``starting state``
+    (the agent destroyed the worktree or its history); the files then come from comparing the
+    worktree with ``repo/`` directly.
+    """
+    env = git_env(ws.home)
+    wt = ws.worktree
+    apply_failed = False
+    try:
+        if not (wt / ".git").is_dir():
+            raise WorkspaceError("the worktree has no .git")
+        git(wt, "add", "-A", env=env)
+        common = ["--cached", "--no-renames", "--no-ext-diff", "--no-textconv"]
+        listing = git(wt, "diff", *common, "-z", "--raw", "--numstat", ws.base, env=env).stdout
+        files = _parse_raw_numstat(listing)
+        head, more, _total = _read_bounded(
+            ["git", "diff", *common, ws.base, "--"], wt, env, SCAN_LIMIT
+        )
+        conflict = bool(_MARKER.search(head))
+        patch_full = head.decode("utf-8", "replace")
+        if more:
+            patch_full += "\n"
+    except WorkspaceError:
+        apply_failed = True
+        files, patch_full = _fallback_diff(repo_dir, wt)
+        conflict = bool(_PLAIN_MARKER.search(
+            "\n".join(ln[1:] for ln in patch_full.splitlines() if ln.startswith("+")).encode()
+        ))
+        more = False
+    patch, truncated, _ = bound_text(redact(patch_full), patch_limit)
+    for entry in files:
+        entry["content"] = (
+            None if entry["status"] == "deleted"
+            else _file_content(wt / entry["path"], content_limit, redact)
+        )
+    return {
+        "files": files,
+        "patch": patch,
+        "truncated": truncated or more,
+        "conflict_markers": conflict,
+        "apply_failed": apply_failed,
+    }
