@@ -1,0 +1,280 @@
+"""Report commands: replay, report, failures, compare. Thin: read entries, call evaluators, render."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.main import Ctx, emit_json, json_option, pass_ctx
+from evaluators.compare import COMPONENTS, compare
+from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
+from evaluators.views import EVALUATOR_VERSION, compute_views, replay
+from ledger.errors import KeyMaterialError, UsageError, VerificationError
+from ledger.journal.codec import Entry
+from ledger.journal.journal import Journal
+from ledger.journal.keys import load_verifier
+from ledger.journal.note import Verifier
+from ledger.tasks.model import TIERS
+
+RUN_ARG = click.argument("run_prefix", required=False, metavar="[RUN]")
+
+
+def _open(ctx: Ctx) -> Journal:
+    return Journal.open(ctx.home.journal_path, readonly=True)
+
+
+class _Tracked:
+    """Iterate a run's entries and remember the last seq seen (to find the covering checkpoint)."""
+
+    def __init__(self, entries: Iterator[Entry]) -> None:
+        self._entries = entries
+        self.last_seq: int | None = None
+
+    def __iter__(self) -> Iterator[Entry]:
+        for e in self._entries:
+            self.last_seq = e.seq
+            yield e
+
+
+def _views(j: Journal, run_prefix: str | None) -> tuple[dict[str, Any], int | None]:
+    run_id = j.resolve_run(run_prefix)
+    tracked = _Tracked(j.entries(run=run_id))
+    return compute_views(tracked, run_id), tracked.last_seq
+
+
+def _checkpoint(j: Journal, last_seq: int | None) -> dict[str, Any] | None:
+    """The first signed checkpoint that covers every entry of the run, if one exists yet."""
+    if last_seq is None:
+        return None
+    for size, note in j.store.checkpoints():
+        if size > last_seq:
+            return {"size": size, "note": note}
+    return None
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
+    if md:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        return out
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    return lines
+
+
+def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool) -> str:
+    c = v["components"]
+    h = "## " if md else ""
+    lines = [f"{'# ' if md else ''}Run {v['run_id']} ({v['status']})", ""]
+    if v["status"] != "finished":
+        lines += [f"Note: the run is {v['status']}; the figures cover what was recorded.", ""]
+    lines.append(f"Score: {_fmt(v['score'])} = ({W_SUCCESS}*{_fmt(c['task_success'])} + "
+                 f"{W_QUALITY}*{_fmt(c['code_quality'])} + {W_EFFICIENCY}*{_fmt(c['efficiency'])})"
+                 f" * {_fmt(c['reliability'])} * {_fmt(c['safety'])}")
+    lines += ["", f"{h}Components"]
+    lines += _table(["component", "value"], [[k, _fmt(c[k])] for k in COMPONENTS], md)
+    lines += ["", f"{h}Per tier"]
+    lines += _table(["tier", "passed", "attempts", "pass rate"],
+                    [[t, str(r["passed"]), str(r["attempts"]), _pct(r["pass_rate"])]
+                     for t, r in sorted(v["per_tier"].items(),
+                                        key=lambda kv: (TIERS.index(kv[0]) if kv[0] in TIERS
+                                                        else len(TIERS), kv[0]))], md)
+    lines += ["", f"{h}Per agent"]
+    lines += _table(["agent", "passed", "attempts", "score", "cost usd", "wall s"],
+                    [[a, str(r["passed"]), str(r["attempts"]), _fmt(r["score"]),
+                      _fmt(r["cost_total"]), _fmt(r["wall_s_total"], 1)]
+                     for a, r in v["per_agent"].items()], md)
+    rep = v["repeats"]
+    if rep["count"] > 1:
+        lines += ["", f"{h}Across repeats",
+                  f"score mean {_fmt(rep['mean'])}, standard error {_fmt(rep['stderr'])}; "
+                  + ", ".join(f"pass@{p['k']} {_fmt(p['value'])}" for p in rep["pass_at_k"])]
+    lines += ["", f"{h}Attempts"]
+    lines += _table(["attempt", "passed", "category", "safety", "attestation", "wall s", "cost usd"],
+                    [[a["attempt"], "yes" if a["passed"] else "no", a["category"] or "-",
+                      str(a["safety"]) + (f" ({', '.join(a['safety_reasons'])})"
+                                          if a["safety_reasons"] else ""),
+                      a["attestation"] or "-", _fmt(a["wall_s"], 1), _fmt(a["cost_usd"])]
+                     for a in v["attempts"]], md)
+    lines += ["", f"Cost total: {_fmt(v['cost_total'])} usd"
+              + (f" ({v['cost_unknown']} attempt(s) without a cost)" if v["cost_unknown"] else "")]
+    unknown = v["entries"]["unknown"]
+    if unknown:
+        lines.append("Ignored entries of unknown kinds: "
+                     + ", ".join(f"{k} x{n}" for k, n in unknown.items()))
+    if checkpoint is None:
+        lines.append("Checkpoint: none covers this run yet (`ledger checkpoint` signs one)")
+    else:
+        first = checkpoint["note"].splitlines()
+        lines.append(f"Checkpoint: tree size {checkpoint['size']}, root {first[2] if len(first) > 2 else '?'}")
+    return "\n".join(lines)
+
+
+@click.command("report")
+@RUN_ARG
+@json_option
+@click.option("--format", "fmt", type=click.Choice(["text", "md"]), default="text",
+              help="Text table (default) or Markdown.")
+@pass_ctx
+def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str) -> None:
+    """Composite score, the five components, per-tier and per-agent tables, cost, checkpoint."""
+    if as_json and fmt != "text":
+        raise UsageError("use either --json or --format, not both")
+    with _open(ctx) as j:
+        v, last_seq = _views(j, run_prefix)
+        checkpoint = _checkpoint(j, last_seq)
+    if as_json:
+        emit_json({**v, "checkpoint": checkpoint})
+    else:
+        click.echo(render_report(v, checkpoint, fmt == "md"))
+
+
+@click.command("failures")
+@RUN_ARG
+@json_option
+@pass_ctx
+def failures_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool) -> None:
+    """Failure taxonomy: each failed attempt with its category and details, and counts."""
+    with _open(ctx) as j:
+        v, _ = _views(j, run_prefix)
+    counts = v["taxonomy"]["counts"]
+    if as_json:
+        emit_json({"run_id": v["run_id"], "status": v["status"], "failures": v["failures"],
+                   "counts": counts, "priority": v["taxonomy"]["priority"]})
+        return
+    click.echo(f"Run {v['run_id']} ({v['status']}): {len(v['failures'])} failed of "
+               f"{v['counts']['attempts']} attempt(s)")
+    if v["failures"]:
+        click.echo("")
+        for line in _table(["attempt", "category", "details"],
+                           [[f["attempt"], f["category"], f["details"]] for f in v["failures"]],
+                           False):
+            click.echo(line)
+    click.echo("")
+    for line in _table(["category", "count"],
+                       [[k, str(counts[k])] for k in v["taxonomy"]["priority"]], False):
+        click.echo(line)
+
+
+@click.command("compare")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@json_option
+@pass_ctx
+def compare_cmd(ctx: Ctx, run_a: str, run_b: str, as_json: bool) -> None:
+    """Score and component deltas from RUN_A to RUN_B, tasks newly passing and failing."""
+    with _open(ctx) as j:
+        va, _ = _views(j, run_a)
+        vb, _ = _views(j, run_b)
+    d = compare(va, vb)
+    if as_json:
+        emit_json(d)
+        return
+    for w in d["warnings"]:
+        click.echo(f"warning: {w}", err=True)
+    s = d["score"]
+    click.echo(f"{d['run_a']} -> {d['run_b']}")
+    click.echo(f"score: {_fmt(s['a'])} -> {_fmt(s['b'])} ({_signed(s['delta'])})")
+    for line in _table(["component", "A", "B", "delta"],
+                       [[k, _fmt(d["components"][k]["a"]), _fmt(d["components"][k]["b"]),
+                         _signed(d["components"][k]["delta"])] for k in COMPONENTS], False):
+        click.echo(line)
+    t = d["tasks"]
+    for label, key in (("newly passing", "newly_passing"), ("newly failing", "newly_failing"),
+                       ("only in A", "only_in_a"), ("only in B", "only_in_b")):
+        if t[key]:
+            click.echo(f"{label}: {', '.join(t[key])}")
+    if not (t["newly_passing"] or t["newly_failing"]):
+        click.echo("no task changed from passing to failing or back")
+
+
+def _signed(value: Any) -> str:
+    return "-" if value is None else f"{value:+.4f}"
+
+
+@click.command("replay")
+@RUN_ARG
+@click.option("--vkey", help="Verifier key (string or file) for the checkpoints. "
+              "Default: <ledger>/keys/signing.vkey.")
+@json_option
+@pass_ctx
+def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool) -> None:
+    """Recompute every recorded view of a run from its entries; exit 1 with a diff if any differs.
+
+    The journal is verified first; replay refuses a journal that fails verification.
+    """
+    if vkey:
+        path = Path(vkey)
+        verifier: Verifier | None = Verifier.from_vkey(
+            path.read_text(encoding="utf-8").strip() if path.is_file() else vkey)
+    else:
+        try:
+            verifier = load_verifier(ctx.home.keys_dir)
+        except KeyMaterialError:
+            verifier = None
+    with _open(ctx) as j:
+        try:
+            j.verify(verifier=verifier)
+        except VerificationError as exc:
+            raise VerificationError(
+                exc.check, "the journal fails verification, so replay refuses to run; "
+                "`ledger verify` shows the details", seq=exc.seq) from exc
+        run_id = j.resolve_run(run_prefix)
+        result = replay(j.entries(run=run_id), run_id)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False,
+                              default=_bytes_repr))
+    else:
+        click.echo(result.message)
+        for view in result.views:
+            if not view.replayed:
+                click.echo(f"  seq {view.seq}: view of evaluator {view.evaluator!r} "
+                           f"{view.version} not replayed (unknown evaluator)")
+                continue
+            if view.version != EVALUATOR_VERSION:
+                click.echo(f"  seq {view.seq}: recorded by evaluator version {view.version}")
+            for diff in view.diffs:
+                click.echo(f"  {diff.path}: recorded={_show(diff.recorded, diff.absent == 'recorded')}"
+                           f" computed={_show(diff.computed, diff.absent == 'computed')}")
+            if view.diff_count > len(view.diffs):
+                click.echo(f"  ... and {view.diff_count - len(view.diffs)} more")
+    if not result.reproduced:
+        sys.exit(1)
+
+
+def _bytes_repr(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$bytes_hex": value.hex()}
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _show(value: Any, absent: bool) -> str:
+    if absent:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=_bytes_repr)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def register(group: click.Group) -> None:
+    for cmd in (replay_cmd, report_cmd, failures_cmd, compare_cmd):
+        group.add_command(cmd)

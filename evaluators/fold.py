@@ -1,0 +1,542 @@
+"""The one pass over a run's entries: ``fold(state, entry) -> state``.
+
+Every view (score, taxonomy, per-tier and per-agent tables, judge facts, replay) is computed from
+the :class:`FoldState` this module builds. The fold reads only the fields listed in
+``docs/VOCABULARY.md``; a field of the wrong type makes its entry *malformed* (ignored and
+counted), an unknown kind is ignored and counted, and nothing here raises on journal content.
+
+For speed the fold updates ``state`` in place and returns it; a state belongs to one fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.journal.codec import Entry
+
+# Every kind docs/VOCABULARY.md lists. Kinds outside this set are "unknown" (ignored, counted).
+KNOWN_KINDS = frozenset({
+    "run.started", "run.resumed", "run.finished", "view.recorded",
+    "attempt.started", "commitment", "test.baseline", "agent.started", "fs.read", "fs.write",
+    "proc.exec", "net.connect", "tool.call", "tool.result", "agent.output", "agent.finished",
+    "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
+})
+JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
+VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
+TEST_OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
+
+
+class _Malformed(Exception):
+    """An entry field has the wrong type; the fold counts the entry and moves on."""
+
+
+# ---------------------------------------------------------------------------- typed field access
+
+def _str(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise _Malformed(key)
+    return value
+
+
+def _opt_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Malformed(key)
+    return value
+
+
+def _int(data: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = data.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Malformed(key)
+    return value
+
+
+def _opt_int(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Malformed(key)
+    return value
+
+
+def _opt_num(data: dict[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise _Malformed(key)
+    return float(value)
+
+
+def _bool(data: dict[str, Any], key: str, default: bool | None = None) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise _Malformed(key)
+    return value
+
+
+def _str_list(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Malformed(key)
+    return tuple(value)
+
+
+# ---------------------------------------------------------------------------- state
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """A task as ``run.started`` described it (budgets, tier, hash, the files it names)."""
+
+    id: str
+    title: str | None
+    tier: str | None
+    hash: str | None
+    max_duration_s: float | None
+    max_cost_usd: float | None
+    owned_files: tuple[str, ...]
+    expected_files: tuple[str, ...]
+
+    @property
+    def named_files(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.owned_files) | set(self.expected_files)))
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One recorded run of a test suite (``test.result`` or ``test.baseline``)."""
+
+    passed: bool
+    exit_code: int | None
+    counts: dict[str, int]
+    outcomes: dict[str, str]  # test id -> outcome; empty when none were parsed
+    messages: tuple[str, ...]  # messages of failed and errored tests
+
+
+@dataclass
+class AttemptState:
+    """Everything the fold has seen about one attempt (one task x agent x repeat x try)."""
+
+    attempt: str
+    first_seq: int
+    task: str | None = None
+    agent: str | None = None
+    repeat: int | None = None
+    try_no: int | None = None
+    tier: str | None = None
+    started: bool = False
+    trace: str | None = None
+    status: str | None = None  # from attempt.finished; None = not finished
+    error: str | None = None
+    agent_finished: bool = False
+    exit_code: int | None = None
+    signal: int | None = None
+    wall_s: float | None = None
+    timed_out: bool = False
+    crashed: bool = False
+    orphans: int = 0
+    telemetry: bool = False
+    cost_usd: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    signals: dict[int, bool] = field(default_factory=dict)
+    hidden: TestRun | None = None
+    regression: TestRun | None = None
+    baseline: TestRun | None = None
+    diff_recorded: bool = False
+    diff_files: tuple[tuple[str, str, int, int], ...] = ()
+    patch: str = ""
+    patch_truncated: bool = False
+    conflict_markers: bool = False
+    apply_failed: bool = False
+    reads: set[str] = field(default_factory=set)  # resolved (or named) paths read
+    read_names: set[str] = field(default_factory=set)  # paths as named and as resolved
+    writes: set[str] = field(default_factory=set)
+    writes_outside: set[str] = field(default_factory=set)
+    activity: int = 0  # fs.*, proc.exec, net.connect, tool.* entries seen
+    judge: dict[str, Any] | None = None  # the latest valid judge.verdict
+    attestation: str | None = None  # the latest verdict
+
+
+@dataclass
+class RecordedView:
+    """A ``view.recorded`` entry, with the view recomputed from the entries before it."""
+
+    seq: int
+    evaluator: str
+    version: str
+    recorded: Any
+    computed: dict[str, Any] | None  # None when the evaluator is not this one
+
+
+@dataclass
+class FoldState:
+    """The accumulated state of one run's fold."""
+
+    run_id: str | None
+    started: bool = False
+    harness_version: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    finished: dict[str, Any] | None = None
+    resumed: int = 0
+    resumed_after_finish: bool = False
+    attempts: dict[str, AttemptState] = field(default_factory=dict)
+    entries: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
+    malformed: dict[str, int] = field(default_factory=dict)
+    foreign: int = 0  # entries of other runs (or of no run), skipped
+    recorded_views: list[RecordedView] = field(default_factory=list)
+    last_attempt: AttemptState | None = None  # the attempt of the previous entry (a lookup cache)
+    # Set by views.py so that a view.recorded entry can be compared with the view at that point
+    # without a second pass; (state) -> view.
+    view_fn: Callable[[FoldState], dict[str, Any]] | None = None
+    view_name: str | None = None
+
+
+def new_state(run_id: str | None = None) -> FoldState:
+    """An empty state; with ``run_id`` None the run of the first entry that names one is used."""
+    return FoldState(run_id=run_id)
+
+
+# ---------------------------------------------------------------------------- attempt ids
+
+def parse_attempt_id(attempt: str) -> tuple[str, str, str, int, int] | None:
+    """Split ``<run>/<task>/<agent>/<repeat>/<try>``; None when it does not have that shape."""
+    parts = attempt.rsplit("/", 4)
+    if len(parts) != 5 or not all(parts[:3]):
+        return None
+    try:
+        repeat, try_no = int(parts[3]), int(parts[4])
+    except ValueError:
+        return None
+    return parts[0], parts[1], parts[2], repeat, try_no
+
+
+def _attempt(state: FoldState, entry: Entry) -> AttemptState:
+    attempt_id = entry.data.get("attempt")
+    last = state.last_attempt
+    if last is not None and last.attempt == attempt_id:
+        return last
+    if not isinstance(attempt_id, str):
+        raise _Malformed("attempt")
+    a = state.attempts.get(attempt_id)
+    if a is None:
+        a = AttemptState(attempt=attempt_id, first_seq=entry.seq)
+        parsed = parse_attempt_id(attempt_id)
+        if parsed is not None:
+            _, a.task, a.agent, a.repeat, a.try_no = parsed
+        if entry.task is not None:
+            a.task = entry.task
+        state.attempts[attempt_id] = a
+    state.last_attempt = a
+    return a
+
+
+# ---------------------------------------------------------------------------- handlers
+
+def _on_run_started(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    config = d.get("config", {})
+    tasks = d.get("tasks", [])
+    agents = d.get("agents", [])
+    if not isinstance(config, dict) or not isinstance(tasks, list) or not isinstance(agents, list):
+        raise _Malformed("run.started")
+    parsed: dict[str, TaskInfo] = {}
+    for t in tasks:
+        if not isinstance(t, dict):
+            raise _Malformed("tasks")
+        info = TaskInfo(
+            id=_str(t, "id"), title=_opt_str(t, "title"), tier=_opt_str(t, "tier"),
+            hash=_opt_str(t, "hash"), max_duration_s=_opt_num(t, "max_duration_s"),
+            max_cost_usd=_opt_num(t, "max_cost_usd"), owned_files=_str_list(t, "owned_files"),
+            expected_files=_str_list(t, "expected_files_modified"))
+        parsed[info.id] = info
+    named: dict[str, dict[str, Any]] = {}
+    for ag in agents:
+        if not isinstance(ag, dict):
+            raise _Malformed("agents")
+        name = _str(ag, "name")
+        named[name] = {"name": name, "spec": _opt_str(ag, "spec"), "kind": _opt_str(ag, "kind"),
+                       "version": _opt_str(ag, "version")}
+    state.started = True
+    state.harness_version = _opt_str(d, "harness_version")
+    state.config = config
+    state.tasks = parsed
+    state.agents = named
+
+
+def _on_run_resumed(state: FoldState, entry: Entry) -> None:
+    state.resumed += 1
+    if state.finished is not None:
+        state.resumed_after_finish = True
+
+
+def _on_run_finished(state: FoldState, entry: Entry) -> None:
+    status = _str(entry.data, "status")
+    state.finished = {"status": status, "attempts": _opt_int(entry.data, "attempts"),
+                      "completed": _opt_int(entry.data, "completed")}
+    state.resumed_after_finish = False
+
+
+def _on_view_recorded(state: FoldState, entry: Entry) -> None:
+    evaluator = _str(entry.data, "evaluator")
+    version = _str(entry.data, "version")
+    recorded = entry.data.get("view")
+    computed = None
+    if state.view_fn is not None and evaluator == state.view_name:
+        computed = state.view_fn(state)
+    state.recorded_views.append(RecordedView(entry.seq, evaluator, version, recorded, computed))
+
+
+def _on_attempt_started(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    agent, repeat = _str(d, "agent"), _int(d, "repeat")
+    try_no, tier = _int(d, "try"), _opt_str(d, "tier")
+    a.agent, a.repeat, a.try_no, a.tier, a.started = agent, repeat, try_no, tier, True
+
+
+def _on_agent_started(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    a.trace = _opt_str(entry.data, "trace")
+
+
+def _on_fs_read(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    path = d.get("path")
+    resolved = d.get("resolved")
+    if type(path) is not str or (resolved is not None and type(resolved) is not str):
+        raise _Malformed("path")
+    a.reads.add(resolved or path)
+    a.read_names.add(path)
+    if resolved:
+        a.read_names.add(resolved)
+    a.activity += 1
+
+
+def _on_fs_write(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    path = _str(d, "path")
+    resolved = _opt_str(d, "resolved")
+    in_worktree = _bool(d, "in_worktree", True)
+    a.writes.add(path)
+    if resolved:
+        a.writes.add(resolved)
+    if not in_worktree:
+        a.writes_outside.add(resolved or path)
+    a.activity += 1
+
+
+def _on_activity(state: FoldState, entry: Entry) -> None:
+    _attempt(state, entry).activity += 1
+
+
+def _on_agent_finished(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    values = (_opt_int(d, "exit_code"), _opt_int(d, "signal"), _opt_num(d, "wall_s"),
+              _bool(d, "timed_out", False), _bool(d, "crashed", False), _int(d, "orphans", 0),
+              _bool(d, "telemetry", False), _opt_num(d, "cost_usd"), _opt_int(d, "tokens_in"),
+              _opt_int(d, "tokens_out"))
+    if values[2] is not None and values[2] < 0:
+        raise _Malformed("wall_s")
+    (a.exit_code, a.signal, a.wall_s, a.timed_out, a.crashed, a.orphans, a.telemetry,
+     a.cost_usd, a.tokens_in, a.tokens_out) = values
+    a.agent_finished = True
+
+
+def _on_signal_result(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    index, passed = _int(entry.data, "index"), _bool(entry.data, "passed")
+    a.signals[index] = passed
+
+
+def _test_run(d: dict[str, Any]) -> TestRun:
+    counts_in = d.get("counts", {})
+    if not isinstance(counts_in, dict):
+        raise _Malformed("counts")
+    counts = {k: _int(counts_in, k, 0) for k in ("passed", "failed", "error", "skipped")}
+    tests = d.get("tests", [])
+    if not isinstance(tests, list):
+        raise _Malformed("tests")
+    outcomes: dict[str, str] = {}
+    messages: list[str] = []
+    for t in tests:
+        if type(t) is not dict:
+            raise _Malformed("tests")
+        tid, outcome = t.get("id"), t.get("outcome")
+        if type(tid) is not str or type(outcome) is not str or outcome not in TEST_OUTCOMES:
+            raise _Malformed("tests")
+        outcomes[tid] = outcome
+        if outcome == "failed" or outcome == "error":
+            message = t.get("message")
+            if message is not None and type(message) is not str:
+                raise _Malformed("message")
+            if message:
+                messages.append(message)
+    return TestRun(passed=_bool(d, "passed"), exit_code=_opt_int(d, "exit_code"), counts=counts,
+                   outcomes=outcomes, messages=tuple(messages))
+
+
+def _on_test_result(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    suite = _str(entry.data, "suite")
+    run = _test_run(entry.data)
+    if suite == "hidden":
+        a.hidden = run
+    elif suite == "regression":
+        a.regression = run
+    else:
+        raise _Malformed("suite")
+
+
+def _on_test_baseline(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    a.baseline = _test_run(entry.data)
+
+
+def _on_diff(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    files = d.get("files", [])
+    if not isinstance(files, list):
+        raise _Malformed("files")
+    parsed: list[tuple[str, str, int, int]] = []
+    for f in files:
+        if not isinstance(f, dict):
+            raise _Malformed("files")
+        parsed.append((_str(f, "path"), _str(f, "status"), _int(f, "added", 0),
+                       _int(f, "removed", 0)))
+    patch = d.get("patch", "")
+    if not isinstance(patch, str):
+        raise _Malformed("patch")
+    flags = (_bool(d, "truncated", False), _bool(d, "conflict_markers", False),
+             _bool(d, "apply_failed", False))
+    a.diff_files = tuple(parsed)
+    a.patch = patch
+    a.patch_truncated, a.conflict_markers, a.apply_failed = flags
+    a.diff_recorded = True
+
+
+def _on_judge_verdict(state: FoldState, entry: Entry) -> None:
+    d = entry.data
+    a = _attempt(state, entry)
+    scores = d.get("scores")
+    if not isinstance(scores, dict):
+        raise _Malformed("scores")
+    clean: dict[str, int] = {}
+    for dim in JUDGE_DIMENSIONS:
+        value = _int(scores, dim)
+        if not 0 <= value <= 5:
+            raise _Malformed(dim)
+        clean[dim] = value
+    a.judge = {"judge": _str(d, "judge"), "version": _str(d, "version"), "scores": clean}
+
+
+def _on_attestation(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    att = entry.data.get("attestation")
+    if not isinstance(att, dict):
+        raise _Malformed("attestation")
+    verdict = _str(att, "verdict")
+    if verdict not in VERDICTS:
+        raise _Malformed("verdict")
+    a.attestation = verdict
+
+
+def _on_attempt_finished(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    status, error = _str(entry.data, "status"), _opt_str(entry.data, "error")
+    a.status, a.error = status, error
+
+
+def _on_attempt_known(state: FoldState, entry: Entry) -> None:
+    _attempt(state, entry)
+
+
+_HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
+    "run.started": _on_run_started,
+    "run.resumed": _on_run_resumed,
+    "run.finished": _on_run_finished,
+    "view.recorded": _on_view_recorded,
+    "attempt.started": _on_attempt_started,
+    "agent.started": _on_agent_started,
+    "commitment": _on_attempt_known,
+    "fs.read": _on_fs_read,
+    "fs.write": _on_fs_write,
+    "proc.exec": _on_activity,
+    "net.connect": _on_activity,
+    "tool.call": _on_activity,
+    "tool.result": _on_activity,
+    "agent.output": _on_attempt_known,
+    "agent.finished": _on_agent_finished,
+    "signal.result": _on_signal_result,
+    "test.result": _on_test_result,
+    "test.baseline": _on_test_baseline,
+    "diff": _on_diff,
+    "judge.verdict": _on_judge_verdict,
+    "attestation": _on_attestation,
+    "attempt.finished": _on_attempt_finished,
+}
+
+
+def fold(state: FoldState, entry: Entry) -> FoldState:
+    """Add one entry to ``state`` (in place) and return it."""
+    run = entry.run
+    if run != state.run_id:
+        if state.run_id is None and run is not None:
+            state.run_id = run
+        else:
+            state.foreign += 1
+            return state
+    kind = entry.kind
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        state.unknown[kind] = state.unknown.get(kind, 0) + 1
+    else:
+        try:
+            handler(state, entry)
+        except _Malformed:
+            state.malformed[kind] = state.malformed.get(kind, 0) + 1
+    state.entries += 1
+    state.by_kind[kind] = state.by_kind.get(kind, 0) + 1
+    return state
+
+
+def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldState:
+    """Fold every entry into ``state`` (a new one when None): ``fold`` in a loop, unrolled."""
+    st = new_state() if state is None else state
+    handlers = _HANDLERS
+    by_kind = st.by_kind
+    for entry in entries:
+        run = entry.run
+        if run != st.run_id:
+            if st.run_id is None and run is not None:
+                st.run_id = run
+            else:
+                st.foreign += 1
+                continue
+        kind = entry.kind
+        handler = handlers.get(kind)
+        if handler is None:
+            st.unknown[kind] = st.unknown.get(kind, 0) + 1
+        else:
+            try:
+                handler(st, entry)
+            except _Malformed:
+                st.malformed[kind] = st.malformed.get(kind, 0) + 1
+        st.entries += 1
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    return st
