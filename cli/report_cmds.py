@@ -5,20 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 
+from cli.journal_cmds import resolve_verifier
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from evaluators.compare import COMPONENTS, compare
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from evaluators.views import EVALUATOR_VERSION, compute_views, replay
-from ledger.errors import KeyMaterialError, UsageError, VerificationError
+from ledger.bench.leaderboard import BENCH_EVALUATOR, replay_leaderboard
+from ledger.errors import UsageError, VerificationError
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
-from ledger.journal.keys import load_verifier
-from ledger.journal.note import Verifier
 from ledger.tasks.model import TIERS
 
 RUN_ARG = click.argument("run_prefix", required=False, metavar="[RUN]")
@@ -223,15 +222,7 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
 
     The journal is verified first; replay refuses a journal that fails verification.
     """
-    if vkey:
-        path = Path(vkey)
-        verifier: Verifier | None = Verifier.from_vkey(
-            path.read_text(encoding="utf-8").strip() if path.is_file() else vkey)
-    else:
-        try:
-            verifier = load_verifier(ctx.home.keys_dir)
-        except KeyMaterialError:
-            verifier = None
+    verifier = resolve_verifier(ctx, vkey)
     with _open(ctx) as j:
         try:
             j.verify(verifier=verifier)
@@ -240,7 +231,20 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
                 exc.check, "the journal fails verification, so replay refuses to run; "
                 "`ledger verify` shows the details", seq=exc.seq) from exc
         run_id = j.resolve_run(run_prefix)
-        result = replay(j.entries(run=run_id), run_id)
+        entries = list(j.entries(run=run_id, check_canonical=False))
+    if any(e.kind == "view.recorded" and e.data.get("evaluator") == BENCH_EVALUATOR for e in entries):
+        bench = replay_leaderboard(entries, run_id)
+        if as_json:
+            click.echo(json.dumps(bench, indent=2, sort_keys=True, ensure_ascii=False, default=_bytes_repr))
+        else:
+            click.echo(bench["message"])
+            for view in bench["views"]:
+                for diff in view["diffs"]:
+                    click.echo(f"  {diff['path']}: recorded={diff.get('recorded')!r} computed={diff.get('computed')!r}")
+        if not bench["reproduced"]:
+            sys.exit(1)
+        return
+    result = replay(entries, run_id)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False,
                               default=_bytes_repr))

@@ -9,6 +9,7 @@ what it parsed and refuses bytes that differ, so one value has exactly one byte 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Mapping
@@ -216,8 +217,30 @@ def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes
     ``run``/``task``/``kind`` are the UTF-8 bytes of the stored columns. Used by ``verify`` to
     check that the indexed columns agree with the entry bytes without decoding every entry.
     """
-    return b"".join((b"\xa4kind", _str_header(kind), b"\xa3run", _str_header(run), b"\xa3seq",
-                     _pack(seq), b"\xa4task", _str_header(task), b"\xa2ts"))
+    head, tail = _suffix_parts(run, task, kind)
+    return head + _pack_uint(seq) + tail
+
+
+@functools.lru_cache(maxsize=4096)
+def _suffix_parts(run: bytes | None, task: bytes | None, kind: bytes) -> tuple[bytes, bytes]:
+    return (b"\xa4kind" + _str_header(kind) + b"\xa3run" + _str_header(run) + b"\xa3seq",
+            b"\xa4task" + _str_header(task) + b"\xa2ts")
+
+
+def _pack_uint(n: int) -> bytes:
+    """msgpack's smallest form of a non-negative integer."""
+    if n < 0x80:
+        return _SMALL_INTS[n]
+    if n < 0x100:
+        return b"\xcc" + n.to_bytes(1, "big")
+    if n < 0x10000:
+        return b"\xcd" + n.to_bytes(2, "big")
+    if n < 0x100000000:
+        return b"\xce" + n.to_bytes(4, "big")
+    return b"\xcf" + n.to_bytes(8, "big")
+
+
+_SMALL_INTS = [bytes([i]) for i in range(0x80)]
 
 
 def _str_header(b: bytes | None) -> bytes:
@@ -238,6 +261,18 @@ def _str_header(b: bytes | None) -> bytes:
 def decode_entry(raw: bytes) -> Entry:
     """Decode stored entry bytes, refusing anything that is not canonical."""
     obj = unpack_canonical(raw)
+    _check_envelope(obj)
+    return Entry(seq=obj["seq"], ts=obj["ts"], run=obj["run"], task=obj["task"], kind=obj["kind"],
+                 data=obj["data"], raw=bytes(raw))
+
+
+def decode_entry_trusted(raw: bytes) -> Entry:
+    """Decode bytes already proven to be a stored entry (``verify`` passed, hashes pin them).
+
+    Skips the canonical re-encoding check of ``decode_entry``; everything else is the same.
+    Use it only on bytes read from a journal that was verified in the same process.
+    """
+    obj = msgpack.unpackb(raw, raw=False, strict_map_key=True, ext_hook=_reject_ext, timestamp=0)
     _check_envelope(obj)
     return Entry(seq=obj["seq"], ts=obj["ts"], run=obj["run"], task=obj["task"], kind=obj["kind"],
                  data=obj["data"], raw=bytes(raw))

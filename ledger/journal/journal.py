@@ -20,7 +20,7 @@ from typing import Any
 
 from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal import merkle
-from ledger.journal.codec import Entry, decode_entry
+from ledger.journal.codec import Entry, decode_entry, decode_entry_trusted
 from ledger.journal.store import Item, Store
 
 MAX_BATCH = 100_000
@@ -146,10 +146,16 @@ class Journal:
         return self._store.head()
 
     def entries(self, *, start: int = 0, stop: int | None = None, run: str | None = None,
-                task: str | None = None, kind: str | None = None) -> Iterator[Entry]:
-        """Decoded entries in seq order; filters combine."""
+                task: str | None = None, kind: str | None = None,
+                check_canonical: bool = True) -> Iterator[Entry]:
+        """Decoded entries in seq order; filters combine.
+
+        ``check_canonical=False`` skips the canonical re-encoding check; use it only right after
+        ``verify()`` passed on this journal (the hashes then pin the bytes), as ``replay`` does.
+        """
+        decode = decode_entry if check_canonical else decode_entry_trusted
         for _seq, body in self._store.rows(start=start, stop=stop, run=run, task=task, kind=kind):
-            yield decode_entry(bytes(body))
+            yield decode(bytes(body))
 
     def entry(self, seq: int) -> Entry:
         for e in self.entries(start=seq, stop=seq + 1):

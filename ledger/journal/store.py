@@ -332,6 +332,21 @@ class Store:
         yield from self._conn.execute(
             "SELECT level, idx, CAST(hash AS BLOB), typeof(hash) FROM nodes ORDER BY level, idx")
 
+    def node_levels(self) -> list[int]:
+        return [int(r[0]) if isinstance(r[0], int) else r[0]
+                for r in self._conn.execute("SELECT DISTINCT level FROM nodes ORDER BY level")]
+
+    def level_nodes(self, level: int) -> list[tuple[int, bytes]]:
+        """(idx, hash as BLOB) of one level, in idx order."""
+        return self._conn.execute(
+            "SELECT idx, CAST(hash AS BLOB) FROM nodes WHERE level = ? ORDER BY idx", (level,)).fetchall()
+
+    def misfiled_node(self) -> tuple[int, int, str] | None:
+        row = self._conn.execute(
+            "SELECT level, idx, typeof(hash) FROM nodes WHERE typeof(hash) != 'blob' "
+            "OR typeof(level) != 'integer' OR typeof(idx) != 'integer' ORDER BY level, idx LIMIT 1").fetchone()
+        return None if row is None else (row[0], row[1], str(row[2]))
+
     def all_heads(self) -> list[tuple[int, bytes, str]]:
         """(size, root as BLOB, SQLite type of the stored root) in size order."""
         return [(s, bytes(r) if r is not None else b"", t) for s, r, t in self._conn.execute(

@@ -60,36 +60,37 @@ def _check_nodes(store: Store, levels: list[bytearray], n: int) -> int:
     Each level is compared as one joined byte string; only on a mismatch is it walked node by
     node to name the first bad one.
     """
-    by_level: dict[int, tuple[list[int], list[bytes], list[str]]] = {}
-    for level, idx, h, htype in store.all_nodes():
-        if not isinstance(level, int) or not 1 <= level < 64:
-            raise VerificationError("node-extra", f"stored node at level {level!r} is outside any tree", seq=n)
-        idxs, hashes, types = by_level.setdefault(level, ([], [], []))
-        idxs.append(idx)
-        hashes.append(h if h is not None else b"")
-        types.append(htype)
+    bad = store.misfiled_node()
+    if bad is not None:
+        level, idx, htype = bad
+        seq = idx << level if isinstance(idx, int) and isinstance(level, int) and 0 <= level < 64 and idx >= 0 else None
+        raise VerificationError("node-hash", f"stored node ({level},{idx}) is a {htype}, not a hash", seq=seq)
+    stored_levels = store.node_levels()
+    for level in stored_levels:
+        if not 1 <= level < len(levels):
+            first = store.level_nodes(level)[0][0] if 0 <= level < 64 else 0
+            raise VerificationError("node-extra", f"stored node ({level},{first}) is outside the tree of {n} leaves",
+                                    seq=min(first << level, n) if 0 <= level < 64 and first >= 0 else n)
     count = 0
-    for level in sorted(set(by_level) | set(range(1, len(levels)))):
-        idxs, hashes, types = by_level.get(level, ([], [], []))
-        want = levels[level] if level < len(levels) else bytearray()
+    for level in range(1, len(levels)):
+        rows = store.level_nodes(level)
+        want = levels[level]
         want_count = len(want) // 32
-        if (len(idxs) == want_count and b"".join(hashes) == want
-                and (not idxs or (idxs[0] == 0 and idxs[-1] == want_count - 1))
-                and types.count("blob") == len(types)):
+        if (len(rows) == want_count and (not rows or (rows[0][0] == 0 and rows[-1][0] == want_count - 1))
+                and b"".join([r[1] for r in rows]) == want):
             count += want_count
             continue
-        for pos, idx in enumerate(idxs):
-            if not isinstance(idx, int) or idx < 0 or idx >= want_count:
+        for pos, (idx, h) in enumerate(rows):
+            if idx >= want_count or idx < 0:
                 raise VerificationError("node-extra", f"stored node ({level},{idx}) covers leaves the log does not have",
-                                        seq=min(idx << level, n) if isinstance(idx, int) and idx >= 0 else n)
+                                        seq=min(idx << level, n) if idx >= 0 else n)
             if idx != pos:
                 raise VerificationError("node-missing", f"tree node ({level},{pos}) is missing", seq=pos << level)
             computed = bytes(want[32 * idx:32 * idx + 32])
-            if types[pos] != "blob" or hashes[pos] != computed:
-                raise VerificationError("node-hash", f"stored node ({level},{idx}) does not match its leaves"
-                                        if types[pos] == "blob" else f"stored node ({level},{idx}) is a {types[pos]}",
-                                        seq=idx << level, expected=bytes(hashes[pos]).hex(), computed=computed.hex())
-        missing = len(idxs)
+            if h != computed:
+                raise VerificationError("node-hash", f"stored node ({level},{idx}) does not match its leaves",
+                                        seq=idx << level, expected=bytes(h).hex(), computed=computed.hex())
+        missing = len(rows)
         raise VerificationError("node-missing", f"tree node ({level},{missing}) is missing", seq=missing << level)
     return count
 

@@ -286,3 +286,18 @@ def test_no_snapshot_keeps_the_task_out_of_the_journal(env: BenchEnv) -> None:
         raw = b"".join(e.raw for e in j.entries())
     assert b"ACME-7731" not in raw
     assert "[task text not stored" in env.entries("bench.judge_prompt")[0].data["prompt"]
+
+
+def test_ledger_replay_reproduces_a_bench_run(env: BenchEnv) -> None:
+    """`ledger replay` recomputes a bench leaderboard from the journal, and notices an edit."""
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    env.fakes(claude=GOOD, codex={"code": "bad"})
+    assert env.bench("--mode", "corpus")[0] == 0
+    res = CliRunner().invoke(cli, ["--ledger", str(env.ledger), "replay"])
+    assert res.exit_code == 0, res.output
+    assert "reproduced: the bench leaderboard" in res.stdout
+    res = CliRunner().invoke(cli, ["--ledger", str(env.ledger), "replay", "--json"])
+    assert json.loads(res.stdout)["reproduced"] is True
