@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +162,7 @@ class Store:
                 c.execute("ROLLBACK")
                 raise
             tables = _TABLES
-        if not _TABLES <= tables:
+        if not tables >= _TABLES:
             raise JournalFormatError(f"{self.path} is not an eval-ledger journal (tables missing)")
         meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT_NAME:
@@ -191,10 +191,8 @@ class Store:
         try:
             yield c
         except BaseException:
-            try:
+            with suppress(sqlite3.Error):
                 c.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             self._frontier_size = -1
             raise
         try:

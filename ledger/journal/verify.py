@@ -216,8 +216,8 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         latest_db = max(latest_db, size)
     summary["checkpoints"] = len(stored_cps)
     latest_ext = -1
-    for path, note in external:
-        latest_ext = max(latest_ext, check_cp(note, f"checkpoint file {path}"))
+    for where, note in external:
+        latest_ext = max(latest_ext, check_cp(note, f"checkpoint file {where}"))
     summary["external_checkpoints"] = len(external)
     if latest_ext > latest_db:
         raise VerificationError("checkpoint-missing",
