@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "cli.costs_cmds",
     "cli.tasks_cmds",
     "cli.bench_cmds",
+    "cli.attest_cmds",
 ]
 
 
@@ -41,7 +42,7 @@ pass_ctx = click.make_pass_decorator(Ctx)
 
 def json_option(func: F) -> F:
     """Add ``--json`` (machine-readable output) to a command."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)  # type: ignore[return-value]
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
 
 
 def emit_json(value: Any) -> None:

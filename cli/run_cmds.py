@@ -40,7 +40,7 @@ class LineProgress:
         self.done += 1
         if not self.quiet:
             click.echo(f"[{self.done}/{self.total}] {_label(result)}: {result.outcome}"
-                       f"{_secs(result.wall_s)}", err=True)
+                       f"{_verdict(result)}{_secs(result.wall_s)}", err=True)
 
     def stop(self) -> None:
         pass
@@ -85,8 +85,8 @@ class BarProgress(LineProgress):
         self.phases.pop(result.attempt, None)
         self.bar.update(self.task_id, advance=1,
                         description=", ".join(list(self.phases.values())[-2:]) or "finishing")
-        self.console.print(f"{_label(result)}: {result.outcome}{_secs(result.wall_s)}",
-                           markup=False, highlight=False)
+        self.console.print(f"{_label(result)}: {result.outcome}{_verdict(result)}"
+                           f"{_secs(result.wall_s)}", markup=False, highlight=False)
 
     def stop(self) -> None:
         self.bar.stop()
@@ -94,6 +94,16 @@ class BarProgress(LineProgress):
 
 def _label(r: AttemptResult) -> str:
     return f"{r.task} {r.agent} #{r.repeat}" + (f" (try {r.try_no})" if r.try_no > 1 else "")
+
+
+def _verdict(r: AttemptResult) -> str:
+    return f", {r.attestation}" if r.attestation else ""
+
+
+def _attest_cell(r: AttemptResult) -> str:
+    if not r.attestation:
+        return "-"
+    return r.attestation + (f" ({r.attestation_matches})" if r.attestation_matches else "")
 
 
 def _secs(value: float | None) -> str:
@@ -115,17 +125,22 @@ def render_summary(s: RunSummary, saved: bool) -> str:
         rows.append([r.task, r.agent, str(r.repeat), r.outcome, tests,
                      f"{r.signals_passed}/{r.signals_total}",
                      "-" if r.regression_passed is None else ("ok" if r.regression_passed else "FAIL"),
+                     _attest_cell(r),
                      f"{r.wall_s:.1f}" if r.wall_s is not None else "-",
                      f"{r.cost_usd:.4f}" if r.cost_usd is not None else "-"])
     lines = [f"run {s.run_id}: {s.status}" + (" (resumed)" if s.resumed else "")]
     if rows:
         lines += ["", *_table(["task", "agent", "rep", "outcome", "hidden", "signals",
-                               "regression", "agent s", "cost $"], rows)]
+                               "regression", "attestation", "agent s", "cost $"], rows)]
     else:
         lines.append("nothing left to run")
     lines += ["", f"checkpoint (tree size {s.tree_size}):", s.checkpoint.rstrip("\n"), ""]
     if saved:
         lines += ["next:", f"  ledger report {s.run_id}", f"  ledger verify {s.run_id}"]
+        shown = next((r for r in s.results if r.attestation == "DIRTY"), None) or next(
+            (r for r in s.results if r.attestation_hash), None)
+        if shown is not None and shown.attestation_hash:
+            lines.append(f"  ledger attest show {shown.attestation_hash[:16]}")
     else:
         lines.append("(--no-save: the journal was temporary and has been discarded)")
     return "\n".join(lines)

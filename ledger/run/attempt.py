@@ -12,7 +12,9 @@
 
 Every text captured from the agent or the tests passes the attempt's redactor (built from the
 ground-truth commitment) before it is emitted, so no hidden test or solution text reaches the
-journal. Commands that the task calls ``python`` run with ``sys.executable``. The coordinator
+journal. ``agent.started`` reports the folders the attempt used (worktree, home, scratch) and what
+the agent may read besides system paths (interpreter, harness, its own program files): the
+coordinator's attestation scan takes its scope from there. Commands that the task calls ``python`` run with ``sys.executable``. The coordinator
 stops an attempt by raising ``AttemptStopped`` in this process (see executor.py); clean-up then
 kills whatever the attempt started and the attempt still reports ``attempt.finished``.
 """
@@ -20,6 +22,7 @@ kills whatever the attempt started and the attempt still reports ``attempt.finis
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -56,6 +59,7 @@ MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always comple
 DEFAULT_TEST_TIMEOUT_S = 600.0
 PYTEST_EXTRA = ("-p", "no:cacheprovider")
 EXIT_TIMEOUT = 124  # exit code recorded for a test command stopped at its time limit
+DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
 
 Emit = Callable[[AttemptEvent], None]
 Redact = CaptureFilter  # text -> text, applied to every captured text before it is emitted
@@ -366,11 +370,73 @@ def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> di
     if builtin == "oracle":
         extra["task_root"] = str(task.root)  # the oracle reads the solution: DIRTY by design
     elif builtin == "demo":
-        steps = ws.scratch / "demo_steps.json"  # outside the worktree and the task folder
+        # The steps are public demonstration material, handed to the demo agent as its own
+        # config: in its private home (readable by the scan policy, never content-captured),
+        # not in scratch, where a traced read would journal them as inflow resembling the fix.
+        steps = ws.home / DEMO_STEPS_NAME
         steps.write_text(json.dumps(list(task.demo)), encoding="utf-8")
         extra["demo_steps"] = list(task.demo)
         extra["demo_steps_file"] = str(steps)
     return extra
+
+
+def _resolved(path: Path | str) -> str:
+    return os.path.realpath(path)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def harness_readable() -> list[str]:
+    """Folders every agent on this node may read: the interpreter installation and the harness
+    package (what a regular install keeps under the interpreter prefix anyway)."""
+    import ledger
+
+    out: list[str] = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        out += [p, _resolved(p)]
+    out.append(_resolved(Path(ledger.__file__).parent))
+    return [p for p in dict.fromkeys(out) if p.startswith("/") and p != "/"]
+
+
+def agent_readable(argv: Sequence[str], ws: Workspace, task: Task) -> list[str]:
+    """The agent's own program: files its command line names (outside the worktree and the task
+    folder), and the folder of each unless that folder is an ancestor of the worktree."""
+    worktree, task_root = _resolved(ws.worktree), _resolved(task.root)
+    out: list[str] = []
+    for arg in argv:
+        if not arg.startswith("/") or "\0" in arg:
+            continue
+        try:
+            if not os.path.isfile(arg):
+                continue
+        except (OSError, ValueError):
+            continue
+        real = _resolved(arg)
+        if _under(real, worktree) or _under(real, task_root):
+            continue
+        out.append(real)
+        folder = os.path.dirname(real)
+        if folder not in ("", "/") and not _under(worktree, folder):
+            out.append(folder)
+    return list(dict.fromkeys(out))
+
+
+def _observed_invocation(invocation: Any, agent: Any, ws: Workspace) -> Any:
+    """The invocation with the attempt's own temporary folder (scratch, writable by the scan
+    policy). The built-in agents (harness code) also get what the harness gives the task's
+    commands: the private home, the harness's Python first on PATH (``python`` in a demo step is
+    the one ``python`` in the task means), and no bytecode written outside the worktree."""
+    env = dict(invocation.env)
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        env[name] = str(ws.scratch)
+    if getattr(agent, "kind", None) == "builtin":
+        env["HOME"] = str(ws.home)
+        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
+                                       env.get("PATH", os.defpath)])
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return dataclasses.replace(invocation, env=env)
 
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
@@ -385,13 +451,17 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         prompt_file=prompt_file, prompt=task.prompt, home=ws.home, timeout_s=plan.timeout_s,
         extra=_agent_extra(plan, task, agent, ws),
     )
-    invocation = agent.invocation(ctx)
+    invocation = _observed_invocation(agent.invocation(ctx), agent, ws)
     mode, reason = resolve_trace(plan.trace)
     observed = mode if mode == "strace" else (
         "transcript" if invocation.parser_factory is not None else "none")
+    readable = harness_readable() + agent_readable(invocation.argv, ws, task)
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
-        "cwd": str(ws.worktree),
+        "cwd": _resolved(ws.worktree),
+        "home": _resolved(ws.home),
+        "scratch": _resolved(ws.scratch),
+        "readable": [redact_secrets(p, invocation.secrets) for p in dict.fromkeys(readable)],
         "trace": observed,
         "trace_reason": reason,
     })

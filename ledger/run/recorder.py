@@ -6,7 +6,15 @@ writer.
       run.started | run.resumed
       loop: attempt.started (journaled before the attempt is submitted) -> executor.submit
             executor.events() -> append each entry as it arrives (phases go to the progress view)
+            after an attempt's attempt.finished: its clean-run attestation (see below)
       judge.verdict per scored attempt, run.finished, view.recorded, signed checkpoint
+
+Attestation step, per attempt, once its last entry (``attempt.finished``) is journaled: sign a
+checkpoint of the journal head, scan the attempt's entries against the commitment it journaled
+before the agent started (``attest.scan.scan_attempt`` with the commitment key, under the scope
+the worker reported in ``agent.started``), and append the signed, sealed ``attestation``
+(``attest.attestation.build_attestation``), bound to that checkpoint. An attempt that never
+journaled a commitment (it failed before its workspace existed) gets none.
 
 At most ``parallel`` attempts are in flight, so an ``attempt.started`` entry marks when an
 attempt was really handed to a worker. Ctrl-C (or SIGTERM) never tears an append in half: the
@@ -24,6 +32,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,9 +42,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import ledger
-from attest.attestation import COMMITMENT_KEY_LABEL
+from attest.attestation import COMMITMENT_KEY_LABEL, SEAL_KEY_LABEL
 from ledger.errors import NotFound, NothingToRun, TaskError, UsageError
 from ledger.home import LedgerHome
+from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.run.config import TRACE_MODES, LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
@@ -111,6 +121,9 @@ class AttemptResult:
     timed_out: bool = False
     crashed: bool = False
     orphans: int = 0
+    attestation: str | None = None  # CLEAN | DIRTY | UNOBSERVED, None when not attested
+    attestation_hash: str | None = None
+    attestation_matches: int = 0
 
     @property
     def outcome(self) -> str:
@@ -141,6 +154,11 @@ class AttemptResult:
         elif kind == "attempt.finished":
             self.status = data.get("status")
             self.error = data.get("error")
+        elif kind == "attestation":
+            att = data.get("attestation") or {}
+            self.attestation = att.get("verdict")
+            self.attestation_hash = data.get("hash")
+            self.attestation_matches = int(att.get("match_count") or 0)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -150,7 +168,9 @@ class AttemptResult:
             "hidden_counts": self.hidden_counts, "regression_passed": self.regression_passed,
             "signals": [self.signals_passed, self.signals_total], "wall_s": self.wall_s,
             "cost_usd": self.cost_usd, "timed_out": self.timed_out, "crashed": self.crashed,
-            "orphans": self.orphans,
+            "orphans": self.orphans, "attestation": self.attestation,
+            "attestation_hash": self.attestation_hash,
+            "attestation_matches": self.attestation_matches,
         }
 
 
@@ -494,6 +514,104 @@ def make_executor(kind: str, parallel: int) -> Any:
     raise UsageError(f"unknown executor {kind!r}; available: local")
 
 
+# --------------------------------------------------------------------------- attestation
+
+
+def interpreter_prefixes() -> tuple[str, ...]:
+    """This interpreter's installation folders (as given and resolved), readable by every agent."""
+    out: list[str] = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        out += [p, os.path.realpath(p)]
+    return tuple(p for p in dict.fromkeys(out) if p.startswith("/") and p != "/")
+
+
+def _abs_path(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.startswith("/") and value != "/" else None
+
+
+def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) -> Any:
+    """The scope of one attempt: the folders its worker reported in ``agent.started``, the
+    interpreter, and the task's network allowlist.
+
+    Without ``agent.started`` (the agent never ran) the worktree is unknown: a path that names no
+    real folder stands in, so nothing counts as inside it.
+    """
+    from attest.scan import ScanPolicy
+
+    data = started.data if started is not None else {}
+    readable = [p for p in (data.get("readable") or []) if _abs_path(p)]
+    return ScanPolicy.for_attempt(
+        worktree=_abs_path(data.get("cwd")) or "/nonexistent/ledger-worktree",
+        home=_abs_path(data.get("home")),
+        scratch=_abs_path(data.get("scratch")),
+        interpreter_prefixes=interpreter_prefixes(),
+        network_allowlist=tuple(network_allowlist),
+        extra_read=tuple(readable),
+    )
+
+
+class Attestor:
+    """The attestation step of the coordinator (which stays the only journal writer).
+
+    ``attest(attempt, task)`` reads the attempt's entries back from the journal, scans them with
+    the commitment key and returns the data of its ``attestation`` entry (not appended here), or
+    None when the attempt journaled no commitment.
+    """
+
+    def __init__(self, journal: Journal, keys: Any) -> None:
+        self.journal = journal
+        self.keys = keys
+        self._key = keys.subkey(COMMITMENT_KEY_LABEL)
+        self._built: dict[str, Any] = {}  # task id -> commitment built from the task files
+
+    def _commitment(self, task: Task | None, stored: Any) -> Any:
+        """The journaled commitment; the one rebuilt from the task files when it is the same
+        (it carries the prefilters that make the scan fast), else the stored one."""
+        from attest.commitment import Commitment
+        from attest.material import commitment_for_task
+
+        journaled = Commitment.from_data(stored)
+        if task is not None:
+            if task.id not in self._built:
+                try:
+                    self._built[task.id] = commitment_for_task(task, key=self._key)
+                except Exception:  # the task folder changed or vanished: scan the stored one
+                    self._built[task.id] = None
+            built = self._built[task.id]
+            if built is not None and built.digest == journaled.digest:
+                return built
+        return journaled
+
+    def entries(self, run_id: str, attempt_id: str, task_id: str, start: int = 0) -> list[Entry]:
+        return [e for e in self.journal.entries(start=start, run=run_id, task=task_id)
+                if e.data.get("attempt") == attempt_id]
+
+    def attest(self, run_id: str, attempt_id: str, task_id: str, task: Task | None,
+               start: int = 0) -> dict[str, Any] | None:
+        from attest.attestation import attestation_hash, build_attestation
+        from attest.redact import Redactor
+        from attest.scan import scan_attempt
+
+        entries = self.entries(run_id, attempt_id, task_id, start)
+        commit = next((e for e in entries if e.kind == "commitment"), None)
+        if commit is None:
+            return None
+        commitment = self._commitment(task, commit.data.get("commitment"))
+        started = next((e for e in entries if e.kind == "agent.started"), None)
+        network = tuple(task.network_allowlist) if task is not None else ()
+        scan = scan_attempt(
+            entries, attempt=attempt_id, commitment=commitment,
+            policy=scan_policy(started, network), scanner=Redactor(commitment, self._key),
+        )
+        note = self.journal.checkpoint(self.keys)
+        att = build_attestation(
+            scan, checkpoint_note=note, signer=self.keys.signer,
+            seal_key=self.keys.subkey(SEAL_KEY_LABEL),
+            prove=lambda seq, size: self.journal.inclusion_proof(seq, size).hashes,
+        )
+        return {"attempt": attempt_id, "attestation": att, "hash": attestation_hash(att)}
+
+
 class Coordinator:
     """Runs one plan against one journal. Use :func:`execute_run`."""
 
@@ -509,12 +627,53 @@ class Coordinator:
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
         self._plan_config: dict[str, Any] = {}
+        self.attestor = Attestor(journal, keys)
+        self.tasks = {t.id: t for t in plan.tasks}
+        self._first_seq: dict[str, int] = {}  # attempt id -> seq of its attempt.started
 
     # -- journal writes (the only ones a run makes)
 
-    def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> None:
+    def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
         with self.gate.critical():
-            self.journal.append(kind, data, run=self.plan.run_id, task=task)
+            return self.journal.append(kind, data, run=self.plan.run_id, task=task)
+
+    def attest(self, attempt_id: str, task_id: str) -> None:
+        """Append the attempt's attestation (after its last entry); a failure is reported, and
+        never stops the run."""
+        data: dict[str, Any] | None = None
+        try:
+            with self.gate.critical():
+                data = self.attestor.attest(self.plan.run_id, attempt_id, task_id,
+                                            self.tasks.get(task_id),
+                                            start=self._first_seq.get(attempt_id, 0))
+                if data is not None:
+                    self.append("attestation", data, task=task_id)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # a harness bug must not lose the rest of the run
+            self.progress.note(f"attestation of {attempt_id} failed: {type(exc).__name__}: {exc}")
+        if data is not None and attempt_id in self.results:
+            self.results[attempt_id].absorb("attestation", data)
+
+    def attest_missing(self) -> None:
+        """Attest the attempts of this run that journaled a commitment and finished but have no
+        attestation (the coordinator stopped in between)."""
+        committed: dict[str, str] = {}
+        finished: set[str] = set()
+        attested: set[str] = set()
+        for e in self.journal.entries(run=self.plan.run_id):
+            attempt = e.data.get("attempt")
+            if not isinstance(attempt, str):
+                continue
+            if e.kind == "commitment" and e.task is not None:
+                committed[attempt] = e.task
+            elif e.kind == "attempt.finished":
+                finished.add(attempt)
+            elif e.kind == "attestation":
+                attested.add(attempt)
+        for attempt, task_id in committed.items():
+            if attempt in finished and attempt not in attested:
+                self.attest(attempt, task_id)
 
     def _attempt_plan(self, slot: Slot) -> AttemptPlan:
         p = self.plan
@@ -539,11 +698,12 @@ class Coordinator:
             plan.attempt_id, slot.task.id, slot.agent.name, slot.repeat, slot.try_no)
         self.in_flight[plan.attempt_id] = slot
         try:
-            self.append("attempt.started", {
+            started = self.append("attempt.started", {
                 "attempt": plan.attempt_id, "agent": slot.agent.name,
                 "agent_spec": slot.agent.spec, "repeat": slot.repeat, "try": slot.try_no,
                 "tier": slot.task.tier, "node": getattr(executor, "node", self.node),
             }, task=slot.task.id)
+            self._first_seq[plan.attempt_id] = started.seq
         except BaseException:
             if not self._journaled(plan.attempt_id):
                 del self.in_flight[plan.attempt_id]
@@ -567,6 +727,7 @@ class Coordinator:
         result.absorb(event.kind, event.data)
         if event.kind == "attempt.finished":
             del self.in_flight[event.attempt_id]
+            self.attest(event.attempt_id, event.task_id)
             self.progress.finished(result)
             return True
         return False
@@ -632,6 +793,8 @@ class Coordinator:
                 self.append("attempt.finished", data, task=slot.task.id)
             self.results[attempt_id].absorb("attempt.finished", data)
             del self.in_flight[attempt_id]
+            with contextlib.suppress(KeyboardInterrupt):
+                self.attest(attempt_id, slot.task.id)
 
     def _finish(self, status: str) -> None:
         """Judge verdicts, run.finished, then the recorded view (which covers run.finished)."""
@@ -732,6 +895,7 @@ def execute_run(
                     "attempt": attempt_id, "status": "interrupted",
                     "error": "no result was recorded (the coordinator stopped)",
                 }, task=attempt_id.split("/")[1])
+            coordinator.attest_missing()
             coordinator.append("run.resumed", {
                 "remaining": [s.attempt_id(plan.run_id) for s in plan.slots]})
         else:
