@@ -12,23 +12,30 @@
 
 Every text captured from the agent or the tests passes the attempt's redactor (built from the
 ground-truth commitment) before it is emitted, so no hidden test or solution text reaches the
-journal. ``agent.started`` reports the folders the attempt used (worktree, home, scratch) and what
-the agent may read besides system paths (interpreter, harness, its own program files): the
-coordinator's attestation scan takes its scope from there. Commands that the task calls ``python`` run with ``sys.executable``. The coordinator
-stops an attempt by raising ``AttemptStopped`` in this process (see executor.py); clean-up then
-kills whatever the attempt started and the attempt still reports ``attempt.finished``.
+journal. ``agent.started`` reports the folders the attempt used (worktree, home, scratch), what
+the agent may read besides system paths (interpreter, harness, its own program files) and its
+model API endpoints, resolved on this node just before the agent starts (``resolve_endpoints``:
+every host at once, 2 s in all; a failure or a timeout is recorded, never waited out). The
+coordinator's attestation scan takes its scope from there: it allows exactly those folders, names
+and addresses. Commands that the task calls ``python`` run with ``sys.executable``. The
+coordinator stops an attempt by raising ``AttemptStopped`` in this process (see executor.py);
+clean-up then kills whatever the attempt started and the attempt still reports
+``attempt.finished``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
@@ -60,9 +67,12 @@ DEFAULT_TEST_TIMEOUT_S = 600.0
 PYTEST_EXTRA = ("-p", "no:cacheprovider")
 EXIT_TIMEOUT = 124  # exit code recorded for a test command stopped at its time limit
 DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
+RESOLVE_TIMEOUT_S = 2.0  # for all of an agent's endpoints together
+MAX_ADDRESSES = 32  # per endpoint host
 
 Emit = Callable[[AttemptEvent], None]
 Redact = CaptureFilter  # text -> text, applied to every captured text before it is emitted
+Resolver = Callable[[str, int], Sequence[str]]  # (host, port) -> addresses; raises on failure
 
 
 class _Out:
@@ -439,6 +449,86 @@ def _observed_invocation(invocation: Any, agent: Any, ws: Workspace) -> Any:
     return dataclasses.replace(invocation, env=env)
 
 
+# --------------------------------------------------------------------------- endpoints
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The node's resolver (``getaddrinfo``, TCP): every address, IPv4 and IPv6."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+def static_resolver(table: Mapping[str, Sequence[str]], host: str, port: int) -> list[str]:
+    """A fixed host table (``functools.partial(static_resolver, {...})``: tests, pinned nodes);
+    a host it lacks fails like an unknown name."""
+    if host not in table:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    return list(table[host])
+
+
+def _address(text: Any) -> str | None:
+    """An address in the form strace prints it (no IPv6 zone); None when it is none."""
+    try:
+        addr = ipaddress.ip_address(str(text).split("%", 1)[0])
+    except ValueError:
+        return None
+    if addr.version == 6 and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return None if addr.is_unspecified else addr.compressed
+
+
+def resolve_endpoints(declared: Sequence[str], *, resolver: Resolver | None = None,
+                      timeout: float = RESOLVE_TIMEOUT_S) -> list[dict[str, Any]]:
+    """``[{host, port, addresses, error}]`` for the declared endpoints, resolved all at once.
+
+    Each host is looked up in a daemon thread; whatever has not answered ``timeout`` seconds after
+    the start is recorded as timed out and left behind, so a dead resolver costs ``timeout`` at
+    most. A wildcard (``*.domain``) names no single host: it is recorded unresolved.
+    """
+    from ledger.run.agents.presets import parse_endpoint
+
+    resolve = resolver or system_resolver
+    wanted = list(dict.fromkeys(parse_endpoint(e) for e in declared))
+    results: dict[int, tuple[list[str], str | None]] = {}
+    lock = threading.Lock()
+
+    def work(i: int, host: str, port: int) -> None:
+        try:
+            found = [a for a in (_address(x) for x in resolve(host, port)) if a]
+            outcome = (list(dict.fromkeys(found))[:MAX_ADDRESSES],
+                       None if found else "no address")
+        except Exception as exc:  # gaierror, OSError, a resolver's own failure
+            outcome = ([], f"{type(exc).__name__}: {exc}"[:200])
+        with lock:
+            results[i] = outcome
+
+    threads = []
+    for i, (host, port) in enumerate(wanted):
+        if host.startswith("*."):
+            results[i] = ([], "a wildcard is matched by name only; not resolved")
+            continue
+        thread = threading.Thread(target=work, args=(i, host, port), daemon=True,
+                                  name=f"resolve-{host}")
+        thread.start()
+        threads.append(thread)
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        return [
+            {"host": host, "port": port,
+             "addresses": results.get(i, ([], None))[0],
+             "error": results[i][1] if i in results else f"timed out after {timeout:g} s"}
+            for i, (host, port) in enumerate(wanted)
+        ]
+
+
+def agent_endpoints(agent: Any) -> tuple[str, ...]:
+    """What the agent declares (``Agent.endpoints()``; agents without the method: none)."""
+    endpoints = getattr(agent, "endpoints", None)
+    return tuple(endpoints()) if callable(endpoints) else ()
+
+
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
                redact: Redact) -> None:
     from ledger.run.costs import estimate_cost
@@ -456,12 +546,16 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     observed = mode if mode == "strace" else (
         "transcript" if invocation.parser_factory is not None else "none")
     readable = harness_readable() + agent_readable(invocation.argv, ws, task)
+    endpoints = resolve_endpoints(
+        agent_endpoints(agent), resolver=plan.config.get("resolver"),
+        timeout=float(plan.config.get("resolve_timeout_s", RESOLVE_TIMEOUT_S)))
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
         "cwd": _resolved(ws.worktree),
         "home": _resolved(ws.home),
         "scratch": _resolved(ws.scratch),
         "readable": [redact_secrets(p, invocation.secrets) for p in dict.fromkeys(readable)],
+        "endpoints": endpoints,
         "trace": observed,
         "trace_reason": reason,
     })
@@ -489,4 +583,5 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     })
 
 
-__all__ = ["run_attempt", "run_suite", "run_signal", "parse_junit", "python_argv", "no_filter"]
+__all__ = ["run_attempt", "run_suite", "run_signal", "parse_junit", "python_argv", "no_filter",
+           "resolve_endpoints", "system_resolver", "static_resolver", "agent_endpoints"]

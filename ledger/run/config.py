@@ -13,6 +13,7 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     [agents.mybot]              # `--agent mybot` then means this command
     command = "mybot --prompt-file {prompt_file}"     # a string (shell words) or a list
     env = { MYBOT_MODE = "batch" }                   # optional extra environment
+    endpoints = ["api.mybot.example"]                # its model API: host[:port], 443 if none
 
 A missing file means "no configuration"; anything else that is wrong is a ``MalformedInput``
 naming the file and the key.
@@ -32,7 +33,7 @@ from ledger.errors import MalformedInput
 
 TRACE_MODES = ("auto", "strace", "none")
 _RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace"}
-_AGENT_KEYS = {"command", "env", "version"}
+_AGENT_KEYS = {"command", "env", "version", "endpoints"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class AgentDef:
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     version: str | None = None
+    endpoints: tuple[str, ...] = ()  # model API endpoints the agent may reach
 
     def spec(self) -> str:
         """The equivalent generic ``cmd:`` spec string."""
@@ -69,7 +71,8 @@ class LedgerConfig:
     def agent_table(self) -> dict[str, dict[str, Any]]:
         """Plain, picklable form of the named agents (sent to workers with each attempt)."""
         return {
-            name: {"command": list(a.command), "env": dict(a.env), "version": a.version}
+            name: {"command": list(a.command), "env": dict(a.env), "version": a.version,
+                   "endpoints": list(a.endpoints)}
             for name, a in self.agents.items()
         }
 
@@ -142,7 +145,14 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     version = raw.get("version")
     if version is not None and not isinstance(version, str):
         raise MalformedInput(f"{at}: version must be a string")
-    return AgentDef(name=name, command=argv, env=dict(env), version=version)
+    from ledger.errors import UsageError
+    from ledger.run.agents.presets import check_endpoints
+
+    try:
+        endpoints = check_endpoints(raw.get("endpoints", []), at)
+    except UsageError as exc:
+        raise MalformedInput(str(exc)) from None
+    return AgentDef(name=name, command=argv, env=dict(env), version=version, endpoints=endpoints)
 
 
 def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:

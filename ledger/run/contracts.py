@@ -70,6 +70,8 @@ class Agent(Protocol):
 
     def invocation(self, ctx: AttemptContext) -> Invocation: ...
 
+    def endpoints(self) -> tuple[str, ...]: ...  # model API hosts the agent may reach (host[:port])
+
 
 @dataclass
 class ProcessOutcome:

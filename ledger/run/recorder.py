@@ -12,7 +12,9 @@ writer.
 Attestation step, per attempt, once its last entry (``attempt.finished``) is journaled: sign a
 checkpoint of the journal head, scan the attempt's entries against the commitment it journaled
 before the agent started (``attest.scan.scan_attempt`` with the commitment key, under the scope
-the worker reported in ``agent.started``), and append the signed, sealed ``attestation``
+the worker reported in ``agent.started``: its folders, and a network allowlist of the task's
+entries plus the agent's model API names and the addresses they resolved to, port 443 unless
+declared otherwise), and append the signed, sealed ``attestation``
 (``attest.attestation.build_attestation``), bound to that checkpoint. An attempt that never
 journaled a commitment (it failed before its workspace existed) gets none.
 
@@ -529,9 +531,52 @@ def _abs_path(value: Any) -> str | None:
     return value if isinstance(value, str) and value.startswith("/") and value != "/" else None
 
 
+def _ip_entries(text: Any, port: int) -> list[str]:
+    """Allowlist entries for one resolved address at ``port``, in the form strace reports a
+    connection: ``1.2.3.4:443`` (and ``[::ffff:1.2.3.4]:443``, the same address through an IPv6
+    socket), ``[2001:db8::1]:443``. Nothing for what is not a single, specified address."""
+    import ipaddress
+
+    try:
+        addr = ipaddress.ip_address(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    if addr is not None and addr.version == 6 and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    if addr is None or addr.is_unspecified:
+        return []
+    if addr.version == 4:
+        return [f"{addr}:{port}", f"[::ffff:{addr}]:{port}"]
+    return [f"[{addr.compressed}]:{port}"]
+
+
+def endpoint_allowlist(endpoints: Any) -> tuple[str, ...]:
+    """Network allowlist entries for the model API endpoints an ``agent.started`` entry reports:
+    each declared name at its port (``api.anthropic.com:443``; it matches a connection the trace
+    names by host) and each address it resolved to, as an exact IP at that port. Malformed
+    records allow nothing (a CIDR block, ``0.0.0.0`` or a non-integer port never widens the
+    scope)."""
+    from ledger.run.agents.presets import endpoint_host_ok
+
+    out: list[str] = []
+    for rec in endpoints if isinstance(endpoints, list) else ():
+        if not isinstance(rec, Mapping):
+            continue
+        host, port = rec.get("host"), rec.get("port", 443)
+        if (not isinstance(host, str) or not endpoint_host_ok(host) or isinstance(port, bool)
+                or not isinstance(port, int) or not 0 < port < 65536):
+            continue
+        out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        addresses = rec.get("addresses")
+        for addr in addresses if isinstance(addresses, list) else ():
+            out += _ip_entries(addr, port)
+    return tuple(dict.fromkeys(out))
+
+
 def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) -> Any:
     """The scope of one attempt: the folders its worker reported in ``agent.started``, the
-    interpreter, and the task's network allowlist.
+    interpreter, and the network: the task's allowlist, then the agent's model API endpoints
+    (names and resolved addresses, see ``endpoint_allowlist``).
 
     Without ``agent.started`` (the agent never ran) the worktree is unknown: a path that names no
     real folder stands in, so nothing counts as inside it.
@@ -540,12 +585,14 @@ def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) ->
 
     data = started.data if started is not None else {}
     readable = [p for p in (data.get("readable") or []) if _abs_path(p)]
+    network = tuple(dict.fromkeys([*network_allowlist,
+                                   *endpoint_allowlist(data.get("endpoints"))]))
     return ScanPolicy.for_attempt(
         worktree=_abs_path(data.get("cwd")) or "/nonexistent/ledger-worktree",
         home=_abs_path(data.get("home")),
         scratch=_abs_path(data.get("scratch")),
         interpreter_prefixes=interpreter_prefixes(),
-        network_allowlist=tuple(network_allowlist),
+        network_allowlist=network,
         extra_read=tuple(readable),
     )
 
@@ -630,6 +677,7 @@ class Coordinator:
         self.attestor = Attestor(journal, keys)
         self.tasks = {t.id: t for t in plan.tasks}
         self._first_seq: dict[str, int] = {}  # attempt id -> seq of its attempt.started
+        self.resolver: Callable[[str, int], Sequence[str]] | None = None  # None: the node's DNS
 
     # -- journal writes (the only ones a run makes)
 
@@ -742,6 +790,8 @@ class Coordinator:
         }
         if self.req.test_timeout_s is not None:
             self._plan_config["test_timeout_s"] = self.req.test_timeout_s
+        if self.resolver is not None:
+            self._plan_config["resolver"] = self.resolver
         queue = list(p.slots)
         status = "finished"
         executor: Any = None
@@ -872,11 +922,14 @@ def execute_run(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     rng: Callable[[int], bytes] = os.urandom,
     source: LedgerHome | None = None,
+    resolver: Callable[[str, int], Sequence[str]] | None = None,
 ) -> RunSummary:
     """Run (or resume) a run end to end and return its summary; the journal has every event.
 
     ``source`` is where ``ledger.toml`` and operator tasks come from when they are not beside
-    the journal (``--no-save`` runs against a temporary ledger).
+    the journal (``--no-save`` runs against a temporary ledger). ``resolver`` (picklable, sent
+    to the workers) replaces the node's DNS for the agents' model API endpoints, e.g.
+    ``functools.partial(attempt.static_resolver, {...})``.
     """
     progress = progress or NullProgress()
     source = source or home
@@ -890,6 +943,7 @@ def execute_run(
             coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
                                       executor_factory)
             coordinator.source = source
+            coordinator.resolver = resolver
             for attempt_id in unreported:
                 coordinator.append("attempt.finished", {
                     "attempt": attempt_id, "status": "interrupted",
@@ -903,6 +957,7 @@ def execute_run(
             coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
                                       executor_factory)
             coordinator.source = source
+            coordinator.resolver = resolver
             coordinator.append("run.started", {
                 "harness_version": HARNESS,
                 "config": plan.config,

@@ -11,7 +11,9 @@ Specs (``resolve_agent``):
 Every agent runs with the worktree as working directory and ``LEDGER_WORKTREE``,
 ``LEDGER_PROMPT_FILE``, ``LEDGER_TASK_ID`` in its environment. Secrets found in the environment
 (variables named like ``*API_KEY*``, ``*TOKEN*``, ``*SECRET*``, ...) are listed in
-``Invocation.secrets`` so that they never reach the journal. docs/agents.md describes each agent.
+``Invocation.secrets`` so that they never reach the journal. ``endpoints()`` names the model API
+hosts the agent may reach (presets: their vendor's; ``[agents.NAME] endpoints``; built-ins and
+``cmd:`` specs: none). docs/agents.md describes each agent.
 """
 
 from __future__ import annotations
@@ -112,6 +114,9 @@ class BuiltinAgent:
     def version(self) -> str | None:
         return harness_version()
 
+    def endpoints(self) -> tuple[str, ...]:
+        return ()  # the built-ins use no model
+
     def _json_file(self, ctx: AttemptContext, key: str, fname: str) -> str:
         import json
 
@@ -173,6 +178,12 @@ class CliAgent:
         prog = self.resolved_program()
         return program_version((prog, "--version")) if prog else None
 
+    def endpoints(self) -> tuple[str, ...]:
+        """The preset's model API endpoints for this model and environment."""
+        env = {**os.environ, **self.extra_env}
+        return _presets.check_endpoints(list(self.preset.endpoints(self.model, env)),
+                                        f"preset {self.preset.name}")
+
     def invocation(self, ctx: AttemptContext) -> Invocation:
         prog = self.resolved_program()
         if prog is None:
@@ -202,6 +213,7 @@ class CmdAgent:
     command: tuple[str, ...]
     extra_env: Mapping[str, str] = field(default_factory=dict)
     version_text: str | None = None
+    declared_endpoints: tuple[str, ...] = ()  # [agents.NAME] endpoints
     kind: str = "cmd"
 
     def program(self) -> str | None:
@@ -218,6 +230,9 @@ class CmdAgent:
 
     def version(self) -> str | None:
         return self.version_text
+
+    def endpoints(self) -> tuple[str, ...]:
+        return self.declared_endpoints
 
     def invocation(self, ctx: AttemptContext) -> Invocation:
         prog = self.program()
@@ -277,6 +292,12 @@ def _command_of(name: str, entry: Any) -> tuple[tuple[str, ...], dict[str, str],
     return argv, {str(k): str(v) for k, v in env.items()}, version if isinstance(version, str) else None
 
 
+def _endpoints_of(name: str, entry: Any) -> tuple[str, ...]:
+    """``[agents.NAME] endpoints``, checked (an AgentDef or its plain table form)."""
+    values = entry.get("endpoints") if isinstance(entry, Mapping) else getattr(entry, "endpoints", ())
+    return _presets.check_endpoints(values if values is not None else (), f"[agents.{name}]")
+
+
 def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agent:
     """The agent a spec string names (see the module docstring); UsageError if it names none."""
     spec = spec.strip()
@@ -286,7 +307,8 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
     if spec in table:
         argv, env, version = _command_of(spec, table[spec])
         return CmdAgent(name=safe_name(spec), spec=spec, command=_absolute_program(argv),
-                        extra_env=env, version_text=version)
+                        extra_env=env, version_text=version,
+                        declared_endpoints=_endpoints_of(spec, table[spec]))
     if spec in BUILTINS:
         return BuiltinAgent(name=spec, spec=spec, builtin=spec)
     if spec.startswith("replay:"):

@@ -7,19 +7,29 @@ file of the CLI (if the user has one) is copied in with mode 0600 so that subscr
 keep working. API keys in the environment pass through and are redacted from everything captured.
 
 A prompt that begins with ``-`` gets a leading space so that no CLI reads it as an option.
+
+Each preset also names the endpoints of its model API (``Preset.endpoints(model, env)``): the
+hosts the CLI needs to reach its model and to refresh its login, never telemetry, error reporting
+or update checks (the environment above turns those off). The run resolves them before the agent
+starts and allows exactly those names and addresses, port 443 (docs/ATTESTATION.md section 4).
+An endpoint is ``host`` (port 443), ``host:port``, ``*.domain[:port]`` (matched by name only) or
+an IP address (``[v6]:port`` with a port).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
+import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import UsageError
 from ledger.run.agents.parsers import (
     AiderParser,
     ClaudeParser,
@@ -30,6 +40,12 @@ from ledger.run.agents.parsers import (
 from ledger.run.contracts import AttemptContext, OutputParser
 
 Build = Callable[[str, AttemptContext, "str | None"], tuple[list[str], dict[str, str]]]
+Endpoints = Callable[["str | None", Mapping[str, str]], tuple[str, ...]]  # (model, env) -> hosts
+
+DEFAULT_ENDPOINT_PORT = 443  # every model API below is HTTPS only
+MAX_ENDPOINTS = 64  # declared endpoints per agent
+_LABEL = r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?"
+_HOST_NAME = re.compile(rf"(?:\*\.)?{_LABEL}(?:\.{_LABEL})*")
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,165 @@ class Preset:
     build: Build
     parser: Callable[[str | None], OutputParser]
     doc: str
+    endpoints: Endpoints = lambda model, env: ()
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def endpoint_host_ok(host: str) -> bool:
+    """A host name (``*.`` allowed in front, lowercase) or an IP address: nothing else (no CIDR
+    block, no URL, no port)."""
+    if not isinstance(host, str) or not host or len(host) > 253:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return _HOST_NAME.fullmatch(host) is not None and not host.replace(".", "").isdigit()
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    """``(host, port)`` of a declared endpoint: ``host`` (port 443), ``host:port``,
+    ``*.domain[:port]``, ``1.2.3.4[:port]``, ``::1`` or ``[::1]:port``; UsageError otherwise."""
+    if not isinstance(text, str):
+        raise UsageError(f"an endpoint is a string, got {text!r}")
+    raw = text.strip().lower()
+    host, port_text = raw, ""
+    if "/" in raw or "@" in raw:
+        raise UsageError(f"endpoint {text!r}: expected host or host:port (no URL, no CIDR block)")
+    if raw.startswith("["):
+        host, sep, rest = raw[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise UsageError(f"endpoint {text!r}: expected [IPv6]:port")
+        port_text = rest[1:]
+    elif raw.count(":") == 1:
+        host, port_text = raw.split(":")
+    host = host.rstrip(".")
+    with contextlib.suppress(ValueError):
+        host = ipaddress.ip_address(host).compressed
+    if not endpoint_host_ok(host) or (raw.startswith("[") and ":" not in host):
+        raise UsageError(f"endpoint {text!r}: expected host, host:port, *.domain or an IP "
+                         "address (no URL, no CIDR block)")
+    port = DEFAULT_ENDPOINT_PORT
+    if port_text or raw.endswith(":"):
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise UsageError(f"endpoint {text!r}: the port must be 1-65535")
+        port = int(port_text)
+    return host, port
+
+
+def format_endpoint(host: str, port: int) -> str:
+    """The canonical text of an endpoint: ``host`` for port 443, else ``host:port``."""
+    shown = f"[{host}]" if ":" in host else host
+    if port == DEFAULT_ENDPOINT_PORT:
+        return host
+    return f"{shown}:{port}"
+
+
+def check_endpoints(values: Any, where: str) -> tuple[str, ...]:
+    """Declared endpoints (``[agents.NAME] endpoints``), canonical and deduplicated."""
+    if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
+        raise UsageError(f"{where}: endpoints must be a list of strings")
+    if len(values) > MAX_ENDPOINTS:
+        raise UsageError(f"{where}: at most {MAX_ENDPOINTS} endpoints")
+    out = []
+    for value in values:
+        try:
+            out.append(format_endpoint(*parse_endpoint(value)))
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return tuple(dict.fromkeys(out))
+
+
+def url_endpoint(url: str | None) -> str | None:
+    """The endpoint of a base URL (``https://gw.example:8443/v1`` -> ``gw.example:8443``)."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host or parts.scheme not in ("http", "https"):
+        return None
+    port = port or (443 if parts.scheme == "https" else 80)
+    try:
+        return format_endpoint(*parse_endpoint(format_endpoint(host.lower(), port)))
+    except UsageError:
+        return None
+
+
+def _with_base_urls(hosts: tuple[str, ...], env: Mapping[str, str],
+                    names: tuple[str, ...]) -> tuple[str, ...]:
+    extra = [url_endpoint(env.get(n)) for n in names]
+    return tuple(dict.fromkeys([*hosts, *(e for e in extra if e)]))
+
+
+def claude_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The Messages API; the OAuth token endpoint for subscription logins; a gateway named by
+    ``ANTHROPIC_BASE_URL``. Not statsig or sentry (telemetry, turned off)."""
+    return _with_base_urls(("api.anthropic.com", "console.anthropic.com"), env,
+                           ("ANTHROPIC_BASE_URL",))
+
+
+def codex_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The OpenAI API (API keys), the ChatGPT backend and its token refresh (ChatGPT logins);
+    ``OPENAI_BASE_URL``."""
+    return _with_base_urls(("api.openai.com", "chatgpt.com", "auth.openai.com"), env,
+                           ("OPENAI_BASE_URL",))
+
+
+def gemini_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The Gemini API (API keys), Code Assist (Google logins), Google's token endpoint; Vertex AI
+    when ``GOOGLE_GENAI_USE_VERTEXAI`` is on."""
+    hosts = ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
+             "oauth2.googleapis.com"]
+    if env.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true"):
+        hosts.append("aiplatform.googleapis.com")
+        location = env.get("GOOGLE_CLOUD_LOCATION", "").strip().lower()
+        if location and re.fullmatch(r"[a-z0-9-]{1,40}", location):
+            hosts.append(f"{location}-aiplatform.googleapis.com")
+    return tuple(hosts)
+
+
+def cursor_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Cursor's backend (it proxies every model); the wildcard is matched by name only."""
+    return ("api2.cursor.sh", "api.cursor.sh", "agent.api5.cursor.sh", "*.cursor.sh")
+
+
+# (model prefixes, model name starts, API key variable, endpoint) for aider's providers (litellm)
+AIDER_PROVIDERS: tuple[tuple[tuple[str, ...], tuple[str, ...], str, str], ...] = (
+    (("openrouter/",), (), "OPENROUTER_API_KEY", "openrouter.ai"),
+    (("anthropic/",), ("claude", "sonnet", "haiku", "opus"), "ANTHROPIC_API_KEY",
+     "api.anthropic.com"),
+    (("openai/",), ("gpt", "o1", "o3", "o4", "chatgpt", "codex", "4o", "4-turbo", "35turbo",
+                    "35-turbo"), "OPENAI_API_KEY", "api.openai.com"),
+    (("gemini/",), ("gemini", "flash"), "GEMINI_API_KEY", "generativelanguage.googleapis.com"),
+    (("deepseek/",), ("deepseek", "r1"), "DEEPSEEK_API_KEY", "api.deepseek.com"),
+    (("xai/",), ("grok",), "XAI_API_KEY", "api.x.ai"),
+    (("mistral/",), ("mistral", "codestral"), "MISTRAL_API_KEY", "api.mistral.ai"),
+    (("groq/",), (), "GROQ_API_KEY", "api.groq.com"),
+)
+
+
+def aider_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The provider the model names (``openrouter/...``, ``claude-...``, ``gpt-...``,
+    ``ollama/...``); with no model or an unknown one, every provider whose API key is set (aider
+    picks its default model from those), else OpenRouter. ``OPENAI_API_BASE`` adds its host."""
+    name = (model or "").strip().lower()
+    hosts: list[str] = []
+    if name.startswith(("ollama/", "ollama_chat/")):
+        hosts.append(url_endpoint(env.get("OLLAMA_API_BASE")) or "localhost:11434")
+    for prefixes, starts, _key, host in AIDER_PROVIDERS if name else ():
+        if name.startswith(prefixes) or (starts and name.startswith(starts)):
+            hosts.append(host)
+            break
+    if not hosts:
+        hosts = [host for _p, _s, key, host in AIDER_PROVIDERS if env.get(key)] or ["openrouter.ai"]
+    return _with_base_urls(tuple(hosts), env, ("OPENAI_API_BASE",))
 
 
 def prompt_arg(prompt: str) -> str:
@@ -146,15 +321,17 @@ def build_aider(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list
 
 PRESETS: dict[str, Preset] = {
     "claude": Preset("claude", ("claude",), ("claude",), build_claude, ClaudeParser,
-                     "Claude Code, -p with stream-json transcript; cost reported"),
+                     "Claude Code, -p with stream-json transcript; cost reported",
+                     claude_endpoints),
     "codex": Preset("codex", ("codex",), ("codex",), build_codex, CodexParser,
-                    "OpenAI Codex CLI, codex exec --json; tokens only"),
+                    "OpenAI Codex CLI, codex exec --json; tokens only", codex_endpoints),
     "gemini": Preset("gemini", ("gemini",), ("gemini",), build_gemini, GeminiParser,
-                     "Google Gemini CLI, -p with stream-json; tokens only"),
+                     "Google Gemini CLI, -p with stream-json; tokens only", gemini_endpoints),
     "cursor-agent": Preset("cursor-agent", ("cursor-agent", "agent"), ("cursor-agent",),
                            build_cursor, CursorParser,
-                           "Cursor agent CLI, -p with stream-json; tokens when reported"),
+                           "Cursor agent CLI, -p with stream-json; tokens when reported",
+                           cursor_endpoints),
     "aider": Preset("aider", ("aider",), ("aider",), build_aider, AiderParser,
-                    "Aider, --message-file; text output with tokens and cost"),
+                    "Aider, --message-file; text output with tokens and cost", aider_endpoints),
 }
 PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider")
