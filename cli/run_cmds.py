@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
 from ledger.run.config import TRACE_MODES
@@ -159,15 +160,24 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
 @click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
+@click.option("--executor", type=click.Choice(("local", "ray")),
+              help="Where attempts run: local worker processes (default) or a Ray cluster "
+                   "(pip install 'eval-ledger[ray]').")
+@click.option("--ray-address", metavar="ADDR",
+              help="With --executor ray: the cluster to join (default: a private one on 127.0.0.1).")
 @click.option("--keep-worktrees", is_flag=True, hidden=True, help="Keep attempt directories (debugging).")
 @json_option
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
             parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
-            trace: str | None, no_save: bool, keep_worktrees: bool, as_json: bool) -> None:
+            trace: str | None, no_save: bool, executor: str | None, ray_address: str | None,
+            keep_worktrees: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
+    if ray_address and executor == "local":
+        raise UsageError("--ray-address needs --executor ray")
     request = RunRequest(tiers=tiers, task_ids=task_ids, agents=agents, parallel=parallel,
                          repeat=repeat, timeout_s=timeout, trace=trace, resume=resume,
+                         executor=executor, ray_address=ray_address,
                          keep_worktrees=keep_worktrees)
     progress = LineProgress(quiet=True) if as_json else (
         BarProgress() if sys.stderr.isatty() else LineProgress())

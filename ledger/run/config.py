@@ -9,6 +9,8 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     repeat = 1
     timeout = 600               # seconds; overrides every task's time budget
     trace = "auto"              # auto | strace | none
+    executor = "local"          # local | ray (pip install 'eval-ledger[ray]')
+    ray_address = "auto"        # with executor = "ray": an existing cluster (default: a private one)
 
     [agents.mybot]              # `--agent mybot` then means this command
     command = "mybot --prompt-file {prompt_file}"     # a string (shell words) or a list
@@ -32,7 +34,9 @@ from typing import Any
 from ledger.errors import MalformedInput
 
 TRACE_MODES = ("auto", "strace", "none")
-_RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace"}
+_RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "executor",
+             "ray_address"}
+EXECUTORS = ("local", "ray")
 _AGENT_KEYS = {"command", "env", "version", "endpoints"}
 
 
@@ -60,6 +64,8 @@ class RunDefaults:
     repeat: int | None = None
     timeout: float | None = None
     trace: str | None = None
+    executor: str | None = None
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,12 @@ def _parse_run(raw: Any, where: str) -> RunDefaults:
     trace = raw.get("trace")
     if trace is not None and trace not in TRACE_MODES:
         raise MalformedInput(f"{where}: [run] trace must be one of {', '.join(TRACE_MODES)}")
+    executor = raw.get("executor")
+    if executor is not None and executor not in EXECUTORS:
+        raise MalformedInput(f"{where}: [run] executor must be one of {', '.join(EXECUTORS)}")
+    ray_address = raw.get("ray_address")
+    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address):
+        raise MalformedInput(f"{where}: [run] ray_address must be a non-empty string")
     return RunDefaults(
         tiers=_strings(raw["tiers"], f"{where}: [run] tiers") if "tiers" in raw else (),
         tasks=_strings(raw["tasks"], f"{where}: [run] tasks") if "tasks" in raw else (),
@@ -113,6 +125,8 @@ def _parse_run(raw: Any, where: str) -> RunDefaults:
         repeat=_positive_int(raw["repeat"], f"{where}: [run] repeat") if "repeat" in raw else None,
         timeout=timeout,
         trace=trace,
+        executor=executor,
+        ray_address=ray_address,
     )
 
 

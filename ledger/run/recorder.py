@@ -72,7 +72,8 @@ class RunRequest:
     timeout_s: float | None = None
     trace: str | None = None
     resume: str | None = None
-    executor: str = "local"
+    executor: str | None = None  # "local" | "ray"; None: ledger.toml [run] executor, else local
+    ray_address: str | None = None
     test_timeout_s: float | None = None
     keep_worktrees: bool = False
 
@@ -423,7 +424,7 @@ def _fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: Ledger
     config = {
         "tiers": sorted({t.tier for t in tasks}), "task_ids": [t.id for t in tasks],
         "agents": [a.spec for a in infos], "repeat": repeat, "parallel": parallel,
-        "timeout_s": timeout, "trace": trace, "executor": req.executor,
+        "timeout_s": timeout, "trace": trace, "executor": executor_kind(req, cfg),
     }
     return _Plan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
                  trace, notes=notes)
@@ -508,12 +509,22 @@ def _events(executor: Any, *, idle_timeout: float) -> Iterator[AttemptEvent]:
         return iter(executor.events())
 
 
-def make_executor(kind: str, parallel: int) -> Any:
+def executor_kind(req: RunRequest, cfg: LedgerConfig) -> str:
+    return req.executor or cfg.run.executor or "local"
+
+
+def make_executor(kind: str, parallel: int, *, ray_address: str | None = None) -> Any:
+    """``local``: the process pool; ``ray``: attempts on a Ray cluster (optional extra)."""
     if kind == "local":
         from ledger.run.executor import LocalExecutor
 
         return LocalExecutor(parallel=parallel)
-    raise UsageError(f"unknown executor {kind!r}; available: local")
+    if kind == "ray":
+        from ledger.run.ray_executor import RayExecutor, import_ray
+
+        import_ray()  # one clear error naming `pip install 'eval-ledger[ray]'` when missing
+        return RayExecutor(parallel, address=ray_address)
+    raise UsageError(f"unknown executor {kind!r}; available: local, ray")
 
 
 # --------------------------------------------------------------------------- attestation
@@ -745,11 +756,16 @@ class Coordinator:
         self.results[plan.attempt_id] = AttemptResult(
             plan.attempt_id, slot.task.id, slot.agent.name, slot.repeat, slot.try_no)
         self.in_flight[plan.attempt_id] = slot
+        # A remote executor places the attempt first: the node it will run on and the hash of
+        # the task archive it will run are journaled before it is submitted.
+        placed = executor.place(plan) if hasattr(executor, "place") else {}
         try:
             started = self.append("attempt.started", {
                 "attempt": plan.attempt_id, "agent": slot.agent.name,
                 "agent_spec": slot.agent.spec, "repeat": slot.repeat, "try": slot.try_no,
-                "tier": slot.task.tier, "node": getattr(executor, "node", self.node),
+                "tier": slot.task.tier,
+                "node": placed.get("node") or getattr(executor, "node", self.node),
+                "archive": placed.get("archive"),
             }, task=slot.task.id)
             self._first_seq[plan.attempt_id] = started.seq
         except BaseException:
@@ -799,7 +815,12 @@ class Coordinator:
         try:
             self.progress.start(p.run_id, len(queue))
             if queue:
-                executor = self.executor_factory(self.req.executor, min(p.parallel, len(queue)))
+                kind = executor_kind(self.req, self.cfg)
+                if self.executor_factory is make_executor:
+                    executor = make_executor(kind, min(p.parallel, len(queue)),
+                                             ray_address=self.req.ray_address or self.cfg.run.ray_address)
+                else:
+                    executor = self.executor_factory(kind, min(p.parallel, len(queue)))
             try:
                 while queue or self.in_flight:
                     while queue and len(self.in_flight) < p.parallel:
