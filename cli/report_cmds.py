@@ -191,20 +191,47 @@ def compare_cmd(ctx: Ctx, run_a: str, run_b: str, as_json: bool) -> None:
         return
     for w in d["warnings"]:
         click.echo(f"warning: {w}", err=True)
-    s = d["score"]
-    click.echo(f"{d['run_a']} -> {d['run_b']}")
-    click.echo(f"score: {_fmt(s['a'])} -> {_fmt(s['b'])} ({_signed(s['delta'])})")
-    for line in _table(["component", "A", "B", "delta"],
-                       [[k, _fmt(d["components"][k]["a"]), _fmt(d["components"][k]["b"]),
-                         _signed(d["components"][k]["delta"])] for k in COMPONENTS], False):
+    for line in render_compare(d):
         click.echo(line)
+
+
+def render_compare(d: dict[str, Any]) -> list[str]:
+    """The text form of a comparison (warnings are printed separately, on stderr)."""
+    s = d["score"]
+    lines = [f"{d['run_a']} -> {d['run_b']}",
+             f"score: {_fmt(s['a'])} -> {_fmt(s['b'])} ({_signed(s['delta'])})"]
+    lines += _table(["component", "A", "B", "delta"],
+                    [[k, _fmt(d["components"][k]["a"]), _fmt(d["components"][k]["b"]),
+                      _signed(d["components"][k]["delta"])] for k in COMPONENTS], False)
     t = d["tasks"]
     for label, key in (("newly passing", "newly_passing"), ("newly failing", "newly_failing"),
                        ("only in A", "only_in_a"), ("only in B", "only_in_b")):
         if t[key]:
-            click.echo(f"{label}: {', '.join(t[key])}")
+            lines.append(f"{label}: {', '.join(t[key])}")
     if not (t["newly_passing"] or t["newly_failing"]):
-        click.echo("no task changed from passing to failing or back")
+        lines.append("no task changed from passing to failing or back")
+    return lines
+
+
+def compare_with_previous(j: Journal, run_id: str) -> dict[str, Any] | None:
+    """Compare a run with the latest earlier run of the same task set (None when there is none)."""
+    runs = j.runs()
+    ids = [r.run_id for r in runs]
+    if run_id not in ids:
+        return None
+    def task_set(rid: str) -> list[str]:
+        started = next(j.entries(run=rid, kind="run.started"), None)
+        tasks = started.data.get("tasks", []) if started is not None else []
+        return sorted(str(t.get("id")) for t in tasks if isinstance(t, dict))
+
+    want = task_set(run_id)
+    for r in runs[ids.index(run_id) + 1:]:
+        if r.config.get("kind") == "bench" or task_set(r.run_id) != want:
+            continue
+        va, _ = _views(j, r.run_id)
+        vb, _ = _views(j, run_id)
+        return compare(va, vb)
+    return None
 
 
 def _signed(value: Any) -> str:

@@ -165,13 +165,15 @@ def render_summary(s: RunSummary, saved: bool) -> str:
                    "(pip install 'eval-ledger[ray]').")
 @click.option("--ray-address", metavar="ADDR",
               help="With --executor ray: the cluster to join (default: a private one on 127.0.0.1).")
+@click.option("--compare", "compare_prev", is_flag=True,
+              help="Also print the score delta against the previous run of the same task set.")
 @click.option("--keep-worktrees", is_flag=True, hidden=True, help="Keep attempt directories (debugging).")
 @json_option
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
             parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
             trace: str | None, no_save: bool, executor: str | None, ray_address: str | None,
-            keep_worktrees: bool, as_json: bool) -> None:
+            compare_prev: bool, keep_worktrees: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
     if ray_address and executor == "local":
         raise UsageError("--ray-address needs --executor ray")
@@ -188,20 +190,47 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
             _render(summary, as_json, saved=False)
     else:
         summary = execute_run(ctx.home, request, progress=progress)
-        _render(summary, as_json, saved=True)
+        delta = _compare_previous(ctx, summary.run_id) if compare_prev else None
+        _render(summary, as_json, saved=True, compare=delta if compare_prev else _NO_COMPARE)
     if summary.status == "interrupted":
         sys.exit(130)
 
 
-def _render(summary: RunSummary, as_json: bool, *, saved: bool) -> None:
+_NO_COMPARE: dict[str, Any] = {}
+
+
+def _compare_previous(ctx: Ctx, run_id: str) -> dict[str, Any] | None:
+    from cli.report_cmds import compare_with_previous
+    from ledger.journal.journal import Journal
+
+    with Journal.open(ctx.home.journal_path, readonly=True) as j:
+        return compare_with_previous(j, run_id)
+
+
+def _render(summary: RunSummary, as_json: bool, *, saved: bool,
+            compare: dict[str, Any] | None = _NO_COMPARE) -> None:
     if as_json:
         data = summary.as_dict()
         data["saved"] = saved
         if not saved:
             data["next"] = []
+        if compare is not _NO_COMPARE:
+            data["compare"] = compare
         emit_json(data)
-    else:
-        click.echo(render_summary(summary, saved))
+        return
+    click.echo(render_summary(summary, saved))
+    if compare is _NO_COMPARE:
+        return
+    if compare is None:
+        click.echo("\ncompare: no earlier run of the same task set")
+        return
+    from cli.report_cmds import render_compare
+
+    for w in compare["warnings"]:
+        click.echo(f"warning: {w}", err=True)
+    click.echo("\ncompare with the previous run of the same task set:")
+    for line in render_compare(compare):
+        click.echo(f"  {line}")
 
 
 @click.command("runs")

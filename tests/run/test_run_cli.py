@@ -396,3 +396,18 @@ def test_bad_ledger_toml_is_a_clear_usage_error(home: Path, text: str, needle: s
     assert result.exit_code == 2
     assert needle in result.stderr and "ledger.toml" in result.stderr
     assert not (home / "journal.db").exists()
+
+
+def test_compare_prints_the_delta_against_the_previous_run_of_the_same_tasks(home: Path) -> None:
+    """`run --compare`: none the first time; then the delta against the earlier run of the set."""
+    first = run_json(home, "--tier", "mini", "--agent", "oracle", "--compare")
+    assert first["compare"] is None
+    run_json(home, "--task", "fix-add", "--agent", "noop")  # another task set: skipped
+    second = run_json(home, "--tier", "mini", "--agent", "noop", "--compare")
+    d = second["compare"]
+    assert d["run_a"] == first["run"] and d["run_b"] == second["run"]
+    assert d["components"]["task_success"]["delta"] == -1.0
+    assert sorted(d["tasks"]["newly_failing"]) == ["fix-add", "fix-sub"]
+    text = ledger(["run", "--trace", "none", "--tier", "mini", "--agent", "noop", "--compare"], home)
+    assert "compare with the previous run of the same task set:" in text.stdout
+    assert "no task changed from passing to failing or back" in text.stdout
