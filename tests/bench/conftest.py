@@ -14,33 +14,14 @@ from click.testing import CliRunner
 from cli.main import cli
 from ledger.journal.journal import Journal
 from tests.bench import fakes
+from tests.doc_tables import documented_fields as doc_table_fields
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bench.md"
 
 
 def documented_fields() -> dict[str, set[str]]:
     """kind -> data fields named (in backticks, outside brackets) in docs/bench.md's table."""
-    import re
-
-    out: dict[str, set[str]] = {}
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"\|\s*`(bench\.[a-z_]+)`\s*\|(.*)\|\s*$", line)
-        if not m:
-            continue
-        depth, fields, spec, i = 0, set(), m.group(2), 0
-        while i < len(spec):
-            c = spec[i]
-            if c in "{[(":
-                depth += 1
-            elif c in "}])":
-                depth -= 1
-            elif c == "`" and depth == 0:
-                j = spec.index("`", i + 1)
-                fields.add(spec[i + 1:j])
-                i = j
-            i += 1
-        out[m.group(1)] = fields
-    return out
+    return doc_table_fields(DOC, r"bench\.[a-z_]+")
 
 
 def check_documented(entries: list[Any]) -> None:

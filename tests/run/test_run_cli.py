@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from cli.main import cli
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
+from tests.doc_tables import documented_fields
 from tests.run.minitasks import make_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,25 +70,7 @@ def home(tmp_path: Path) -> Path:
 
 def _vocabulary() -> dict[str, set[str]]:
     """kind -> top-level data fields, parsed from the tables of docs/VOCABULARY.md."""
-    out: dict[str, set[str]] = {}
-    for line in VOCAB.read_text().splitlines():
-        m = re.match(r"\|\s*`([a-z.]+)`\s*\|(.*)\|\s*$", line)
-        if not m:
-            continue
-        kind, spec = m.group(1), m.group(2)
-        depth, fields, i = 0, set(), 0
-        while i < len(spec):
-            c = spec[i]
-            if c in "{[(":
-                depth += 1
-            elif c in "}])":
-                depth -= 1
-            elif c == "`" and depth == 0:
-                j = spec.index("`", i + 1)
-                fields.add(spec[i + 1:j])
-                i = j
-            i += 1
-        out[kind] = fields
+    out = documented_fields(VOCAB)
     out["test.baseline"] = (out["test.result"] - {"test.result"}) | {"attempt"}
     return out
 
