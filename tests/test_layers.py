@@ -1,0 +1,64 @@
+"""The one-way layers of DESIGN.md section 3, checked on the source: pure code imports no I/O."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("ledger", "evaluators", "attest", "cli")
+# Modules that must stay pure: entries (and values) in, values out.
+PURE = [
+    *sorted((ROOT / "evaluators").glob("*.py")),
+    *[p for p in sorted((ROOT / "attest").glob("*.py")) if p.name not in {"material.py", "cli_support.py"}],
+    ROOT / "ledger/journal/codec.py",
+    ROOT / "ledger/journal/merkle.py",
+    ROOT / "ledger/journal/note.py",
+    ROOT / "ledger/bench/judge.py",
+    ROOT / "ledger/bench/leaderboard.py",
+]
+IMPURE_MODULES = {"sqlite3", "sqlite_utils", "os", "time", "random", "secrets", "subprocess",
+                  "socket", "pathlib", "shutil", "tempfile", "urllib", "http",
+                  "requests", "uuid", "ledger.journal.store", "ledger.journal.journal"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _source_files() -> list[Path]:
+    out: list[Path] = []
+    for pkg in PACKAGES:
+        out += [p for p in (ROOT / pkg).rglob("*.py") if "golden" not in p.parts and "corpus" not in p.parts]
+    return out
+
+
+def test_pure_modules_import_no_io() -> None:
+    """evaluators/, attest/ (but material and cli_support), codec, merkle, note: no I/O, clock or randomness."""
+    for path in PURE:
+        bad = {n for n in _imports(path) if n in IMPURE_MODULES or n.split(".")[0] in IMPURE_MODULES}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+        text = path.read_text(encoding="utf-8")
+        for clock in (".now(", ".today(", "utcnow(", "monotonic(", "perf_counter("):
+            assert clock not in text, f"{path.relative_to(ROOT)} reads a clock ({clock})"
+
+
+def test_only_the_store_touches_sqlite() -> None:
+    """ledger/journal/store.py is the only module that imports sqlite3 or sqlite_utils."""
+    users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
+                   if {"sqlite3", "sqlite_utils"} & _imports(p))
+    assert users == ["ledger/journal/store.py"]
+
+
+def test_evaluators_never_import_the_run() -> None:
+    """Scores are projections: evaluators/ and attest/ import nothing from the run or the CLI."""
+    for path in [*(ROOT / "evaluators").glob("*.py"), *(ROOT / "attest").glob("*.py")]:
+        bad = {n for n in _imports(path) if n.startswith(("ledger.run", "cli"))}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
