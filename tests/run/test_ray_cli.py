@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,8 +48,14 @@ def test_unknown_executor_in_ledger_toml_is_refused(tmp_path: Path) -> None:
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'eval-ledger[ray]'")
 def test_executor_ray_from_the_cli_journals_node_and_archive(tmp_path: Path) -> None:
     """A CLI run on Ray records the node and the task archive hash before each attempt."""
-    code, out, err = _ledger(tmp_path, "run", "--executor", "ray", "--task", "add-clamp",
-                             "--agent", "oracle", "--agent", "noop", "--trace", "none", "--json")
+    # In a child process: Ray keeps its auth token in process-wide state, so an in-process
+    # instance here would break the cluster fixtures of the tests that run after this one.
+    proc = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "--ledger",
+         str(tmp_path / ".ledger"), "run", "--executor", "ray", "--task", "add-clamp",
+         "--agent", "oracle", "--agent", "noop", "--trace", "none", "--json"],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    code, out, err = proc.returncode, proc.stdout, proc.stderr
     assert code == 0, err
     summary = json.loads(out)
     outcomes = {r["agent"]: r["outcome"] for r in summary["attempts"]}
