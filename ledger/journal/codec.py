@@ -202,11 +202,10 @@ def encode_entry(
         raise CodecError("entry data must be a map")
     canon = _canon(data, 1)
     try:
-        raw = b"".join((
-            b"\x87\xa4data", _pack(canon), b"\xa4kind", _pack(kind), b"\xa3run", _pack(run),
-            b"\xa3seq", _pack(seq), b"\xa4task", _pack(task), b"\xa2ts", _pack(ts), b"\xa1v\x01",
-        ))
-    except (OverflowError, ValueError, TypeError) as exc:
+        head, tail = _envelope_parts(run, task, kind)
+        raw = b"".join((b"\x87\xa4data", _pack(canon), head, _pack_uint(seq), tail,
+                        _pack_uint(ts) if ts >= 0 else _pack(ts), b"\xa1v\x01"))
+    except (OverflowError, ValueError, TypeError, UnicodeEncodeError) as exc:
         raise CodecError(f"cannot encode entry: {exc}") from exc
     return Entry(seq=seq, ts=ts, run=run, task=task, kind=kind, data=canon, raw=raw)
 
@@ -219,6 +218,13 @@ def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes
     """
     head, tail = _suffix_parts(run, task, kind)
     return head + _pack_uint(seq) + tail
+
+
+@functools.lru_cache(maxsize=4096)
+def _envelope_parts(run: str | None, task: str | None, kind: str) -> tuple[bytes, bytes]:
+    """The envelope bytes around seq for given run/task/kind (cached: they repeat a lot)."""
+    return _suffix_parts(None if run is None else run.encode("utf-8"),
+                         None if task is None else task.encode("utf-8"), kind.encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -237,7 +243,9 @@ def _pack_uint(n: int) -> bytes:
         return b"\xcd" + n.to_bytes(2, "big")
     if n < 0x100000000:
         return b"\xce" + n.to_bytes(4, "big")
-    return b"\xcf" + n.to_bytes(8, "big")
+    if n < 0x10000000000000000:
+        return b"\xcf" + n.to_bytes(8, "big")
+    raise CodecError(f"integer {n} outside the msgpack range")
 
 
 _SMALL_INTS = [bytes([i]) for i in range(0x80)]
