@@ -250,6 +250,13 @@ class LocalExecutor:
                 self._settle(event.attempt_id)
             yield event
 
+    def ready(self) -> int:
+        """How many events are waiting right now (the coordinator appends a burst as one batch)."""
+        try:
+            return len(self._local) + int(self._out.qsize())
+        except (NotImplementedError, OSError):  # qsize is not available on every platform
+            return 0
+
     def cancel(self, attempt_id: str, *, status: str = "cancelled") -> None:
         """Stop one attempt: drop it if it has not started, else signal its worker."""
         plan = self._outstanding.get(attempt_id)

@@ -501,6 +501,14 @@ def _resume_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: Ledge
 # --------------------------------------------------------------------------- the run
 
 
+MAX_PENDING = 500  # streamed entries held back at most before they are appended
+
+
+def _ready(executor: Any) -> int:
+    ready = getattr(executor, "ready", None)
+    return int(ready()) if callable(ready) else 0
+
+
 def _events(executor: Any, *, idle_timeout: float) -> Iterator[AttemptEvent]:
     """``executor.events`` that returns when idle (executors without the option: plain)."""
     try:
@@ -681,6 +689,7 @@ class Coordinator:
         self.executor_factory = executor_factory
         self.source = home
         self.gate = _InterruptGate()
+        self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
         self.results: dict[str, AttemptResult] = {}
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
@@ -693,8 +702,16 @@ class Coordinator:
     # -- journal writes (the only ones a run makes)
 
     def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
+        self._flush()
         with self.gate.critical():
             return self.journal.append(kind, data, run=self.plan.run_id, task=task)
+
+    def _flush(self) -> None:
+        """Append the streamed entries held back while a burst was still arriving, in order."""
+        if self._pending:
+            with self.gate.critical():
+                self.journal.append_many(self._pending)
+                self._pending.clear()
 
     def attest(self, attempt_id: str, task_id: str) -> None:
         """Append the attempt's attestation (after its last entry); a failure is reported, and
@@ -779,14 +796,21 @@ class Coordinator:
         return any(e.data.get("attempt") == attempt_id for e in self.journal.entries(
             run=self.plan.run_id, kind="attempt.started"))
 
-    def _handle(self, event: AttemptEvent) -> bool:
-        """Append one streamed event; True when it finished its attempt."""
+    def _handle(self, event: AttemptEvent, ready: int = 0) -> bool:
+        """Append one streamed event; True when it finished its attempt.
+
+        While more events are already waiting (``ready``), entries are held and appended as one
+        transaction when the burst ends (or at MAX_PENDING, or before anything else is
+        appended), so a burst of trace events costs one commit, not one each.
+        """
         if event.attempt_id not in self.in_flight:
             return False
         if event.kind == "phase":
             self.progress.phase(event.attempt_id, str(event.data.get("phase")))
             return False
-        self.append(event.kind, event.data, task=event.task_id)
+        self._pending.append((event.kind, event.data, self.plan.run_id, event.task_id))
+        if ready <= 0 or len(self._pending) >= MAX_PENDING or event.kind == "attempt.finished":
+            self._flush()
         result = self.results[event.attempt_id]
         result.absorb(event.kind, event.data)
         if event.kind == "attempt.finished":
@@ -826,7 +850,7 @@ class Coordinator:
                     while queue and len(self.in_flight) < p.parallel:
                         self._start(executor, queue.pop(0))
                     for event in executor.events():
-                        if self._handle(event) and queue:
+                        if self._handle(event, _ready(executor)) and queue:
                             break
             except KeyboardInterrupt:
                 status = "interrupted"
@@ -854,7 +878,7 @@ class Coordinator:
             with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
                 while self.in_flight and time.monotonic() < deadline:
                     for event in _events(executor, idle_timeout=0.5):
-                        self._handle(event)
+                        self._handle(event, _ready(executor))
                         if not self.in_flight or time.monotonic() > deadline:
                             break
         for attempt_id, slot in list(self.in_flight.items()):
@@ -870,6 +894,8 @@ class Coordinator:
     def _finish(self, status: str) -> None:
         """Judge verdicts, run.finished, then the recorded view (which covers run.finished)."""
         run_id = self.plan.run_id
+        with contextlib.suppress(KeyboardInterrupt):
+            self._flush()
         with contextlib.suppress(KeyboardInterrupt), self.gate.critical():
             self._judge()
             slots = {(t.id, a.name, r) for t in self.plan.tasks for a in self.plan.agents
