@@ -35,34 +35,8 @@ from ledger.home import LedgerHome  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
 from ledger.run.recorder import RunRequest, execute_run  # noqa: E402
 
-TASK_MD = """---
-id: bench-task
-title: Bench task
-tier: bench
-max_duration_s: 60
-regression_command: [python, check_public.py]
-hidden_test_command: [python, tests_hidden/check_hidden.py]
----
-`ops.sub` adds instead of subtracting. Fix it.
-"""
-HIDDEN = ("import sys\nsys.path.insert(0, '.')\nimport ops\n"
-          "# hidden verification of subtraction on carefully chosen operand pairs for the bench\n"
-          "assert ops.sub(7, 2) == 5, 'the subtraction returned a wrong value for the bench'\n")
-
-
-def make_home(tmp: Path, name: str) -> LedgerHome:
-    root = tmp / name / ".ledger" / "golden" / "bench" / "bench-task"
-    for rel, text in {
-        "task.md": TASK_MD,
-        "repo/ops.py": "def sub(a, b):\n    return a + b\n",
-        "repo/check_public.py": "import ops\nassert callable(ops.sub)\n",
-        "tests/check_hidden.py": HIDDEN,
-        "solution/ops.py": "def sub(a, b):\n    return a - b\n",
-    }.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return LedgerHome(tmp / name / ".ledger")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_task import make_home  # noqa: E402
 
 
 class AppendTimer:
@@ -169,7 +143,7 @@ def main() -> None:
             for n in range(args.rounds):
                 for kind in ("local", "ray"):
                     factory = (lambda _k, _n: _Deferred(executor)) if kind == "ray" else None
-                    wall, timer, summary = run_once(make_home(tmp, f"{kind}{n}"), sleeper,
+                    wall, timer, summary = run_once(make_home(tmp / f"{kind}{n}"), sleeper,
                                                     args.attempts, args.slots, kind, factory)
                     walls[kind].append(wall)
                     appends[kind].extend(timer.while_running())

@@ -31,34 +31,8 @@ from ledger.home import LedgerHome  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
 from ledger.run.recorder import RunRequest, execute_run  # noqa: E402
 
-TASK_MD = """---
-id: bench-task
-title: Bench task
-tier: bench
-max_duration_s: 60
-regression_command: [python, check_public.py]
-hidden_test_command: [python, tests_hidden/check_hidden.py]
----
-`ops.sub` adds instead of subtracting. Fix it.
-"""
-HIDDEN = ("import sys\nsys.path.insert(0, '.')\nimport ops\n"
-          "# hidden verification of subtraction on carefully chosen operand pairs for the bench\n"
-          "assert ops.sub(7, 2) == 5, 'the subtraction returned a wrong value for the bench'\n")
-
-
-def make_home(tmp: Path) -> LedgerHome:
-    root = tmp / ".ledger" / "golden" / "bench" / "bench-task"
-    for rel, text in {
-        "task.md": TASK_MD,
-        "repo/ops.py": "def sub(a, b):\n    return a + b\n",
-        "repo/check_public.py": "import ops\nassert callable(ops.sub)\n",
-        "tests/check_hidden.py": HIDDEN,
-        "solution/ops.py": "def sub(a, b):\n    return a - b\n",
-    }.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return LedgerHome(tmp / ".ledger")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_task import make_home  # noqa: E402
 
 
 def run(home: LedgerHome, agent: str, attempts: int, parallel: int) -> tuple[str, float]:
