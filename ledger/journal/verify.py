@@ -19,7 +19,7 @@ the full canonical re-encoding check.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +112,17 @@ def _levels_from_leaves(leaves: bytearray, n: int) -> list[bytearray]:
     return levels
 
 
-def _node(levels: list[bytearray], level: int, idx: int) -> bytes:
-    return bytes(levels[level][32 * idx:32 * idx + 32])
+def _fetch_from(levels: list[bytearray]) -> merkle.Fetch:
+    """A node source over recomputed levels, for merkle.root and proofs."""
+    def fetch(keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
+        return {(lv, ix): bytes(levels[lv][32 * ix:32 * ix + 32]) for lv, ix in keys}
+    return fetch
 
 
 def _root_from_levels(levels: list[bytearray], size: int) -> bytes:
     if size == 0:
         return merkle.EMPTY_ROOT
-    return merkle.root(size, lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
+    return merkle.root(size, _fetch_from(levels))
 
 
 def verify_store(store: Store, *, verifier: Any = None, since: str | None = None,
@@ -148,7 +151,8 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         # Fast path: a canonical entry ends with <suffix><ts as uint64>\xa1v\x01; anything else
         # (or deep=True) takes the full decode.
         suffix = suffix_of(seq, run_b, task_b, kind_b)
-        if deep or body[-12] != 0xCF or not body.endswith(_V1) or body[-12 - len(suffix):-12] != suffix:
+        if (deep or len(body) < 12 or body[-12] != 0xCF or not body.endswith(_V1)
+                or body[-12 - len(suffix):-12] != suffix):
             _check_envelope_slow(seq, body, run_b, task_b, kind_b, deep)
         leaves += computed
         expected += 1
@@ -237,8 +241,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
             raise VerificationError("consistency", f"the given checkpoint covers {cp.size} entries but the log "
                                     f"holds {n}: the journal was truncated or rolled back", seq=n)
         if cp.size > 0:  # every tree extends the empty one; RFC 9162 has no proof from size 0
-            proof = merkle.consistency_proof(cp.size, n,
-                                             lambda keys: {k: _node(levels, k[0], k[1]) for k in keys})
+            proof = merkle.consistency_proof(cp.size, n, _fetch_from(levels))
             try:
                 merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
             except VerificationError as exc:

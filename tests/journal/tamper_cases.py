@@ -205,6 +205,14 @@ def _flipped_bit_entry(b: Baseline) -> None:
         c.execute("UPDATE entries SET body = ? WHERE seq = 5", (flip_bit(body, len(body) - 2),))
 
 
+def _short_body_leaf_recomputed(b: Baseline) -> None:
+    """Entry 5's bytes cut to 3 bytes with a matching leaf hash: not an entry at all."""
+    with raw_db(b.db) as c:
+        drop_triggers(c)
+        c.execute("UPDATE entries SET body = ?, leaf = ? WHERE seq = 5",
+                  (b"\x81\xa0\xc0", merkle.leaf_hash(b"\x81\xa0\xc0")))
+
+
 def _flipped_bit_leaf_hash(b: Baseline) -> None:
     with raw_db(b.db) as c:
         drop_triggers(c)
@@ -398,6 +406,7 @@ class TamperCase:
 
 CASES: tuple[TamperCase, ...] = (
     TamperCase("flipped-bit-entry", _flipped_bit_entry, "leaf-hash", 5),
+    TamperCase("short-body-leaf-recomputed", _short_body_leaf_recomputed, "entry-envelope", 5),
     TamperCase("flipped-bit-leaf-hash", _flipped_bit_leaf_hash, "leaf-hash", 5),
     TamperCase("flipped-bit-node", _flipped_bit_node, "node-hash", 4),
     TamperCase("flipped-bit-head-root", _flipped_bit_head_root, "head-root", 3),
