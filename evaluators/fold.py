@@ -516,27 +516,8 @@ def fold(state: FoldState, entry: Entry) -> FoldState:
 
 
 def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldState:
-    """Fold every entry into ``state`` (a new one when None): ``fold`` in a loop, unrolled."""
+    """Fold every entry into ``state`` (a new one when None)."""
     st = new_state() if state is None else state
-    handlers = _HANDLERS
-    by_kind = st.by_kind
     for entry in entries:
-        run = entry.run
-        if run != st.run_id:
-            if st.run_id is None and run is not None:
-                st.run_id = run
-            else:
-                st.foreign += 1
-                continue
-        kind = entry.kind
-        handler = handlers.get(kind)
-        if handler is None:
-            st.unknown[kind] = st.unknown.get(kind, 0) + 1
-        else:
-            try:
-                handler(st, entry)
-            except _Malformed:
-                st.malformed[kind] = st.malformed.get(kind, 0) + 1
-        st.entries += 1
-        by_kind[kind] = by_kind.get(kind, 0) + 1
+        fold(st, entry)
     return st
