@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -25,6 +25,38 @@ ENVELOPE_KEYS = frozenset({"v", "seq", "ts", "run", "task", "kind", "data"})
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 MAX_DEPTH = 64
+
+
+class _Packers(threading.local):
+    """One reusable ``msgpack.Packer`` per thread.
+
+    A reused Packer's ``pack`` costs about a quarter of ``msgpack.packb`` (which builds a Packer
+    on every call), but a Packer keeps an internal buffer and is not safe to share between
+    threads; the journal is appended to from more than one thread (recorder, coordinator), so
+    each thread gets its own. Reading the attribute of a ``threading.local`` costs ~40 ns, once
+    per call. A Packer that raises empties its buffer, so it stays usable after an error.
+    """
+
+    def __init__(self) -> None:
+        self.pack = msgpack.Packer(use_bin_type=True, use_single_float=False).pack
+
+
+_PACKERS = _Packers()
+
+
+def _pack(value: Any) -> bytes:
+    """msgpack bytes of an already canonical value (exact types, sorted keys)."""
+    return _PACKERS.pack(value)  # type: ignore[no-any-return]
+
+
+# Exact types whose msgpack form needs no canonicalization (ints only a range check, which the
+# Packer does by raising OverflowError). bool is listed on its own: ``type(True) is bool``.
+_PLAIN_SCALARS = frozenset({str, bytes, int, bool, type(None)})
+_KEPT_SCALARS = frozenset({str, bytes, bool, type(None)})  # no check at all
+_isfinite = math.isfinite
+_new_entry = tuple.__new__
+_ENVELOPE_CACHE_MAX = 4096
+_envelope_cache: dict[tuple[str | None, str | None, str], tuple[bytes, bytes]] = {}
 
 
 def _canon(value: Any, depth: int) -> Any:
@@ -46,15 +78,20 @@ def _canon(value: Any, depth: int) -> Any:
         return value
     if depth >= MAX_DEPTH:
         raise CodecError(f"value nested deeper than {MAX_DEPTH} levels")
+    depth += 1
     if t is dict or isinstance(value, Mapping):
         keys = list(value)
         for key in keys:
             if type(key) is not str:
                 raise CodecError(f"map key {key!r} is not a string")
         keys.sort()
-        return {key: _canon(value[key], depth + 1) for key in keys}
-    if t is list or t is tuple or isinstance(value, list | tuple):
-        return [_canon(item, depth + 1) for item in value]
+        out = {}
+        for key in keys:  # str/bytes/bool/None are kept as they are without a call
+            item = value[key]
+            out[key] = item if type(item) in _KEPT_SCALARS else _canon(item, depth)
+        return out
+    if t is list or t is tuple or (isinstance(value, list | tuple) and not isinstance(value, Entry)):
+        return [item if type(item) in _KEPT_SCALARS else _canon(item, depth) for item in value]
     # subclasses of the scalar types (IntEnum, str subclasses) are stored as their base value
     if isinstance(value, bool):
         return bool(value)
@@ -69,10 +106,47 @@ def _canon(value: Any, depth: int) -> Any:
     raise CodecError(f"type {t.__name__} cannot be stored in an entry")
 
 
+def _is_canonical(value: Any, depth: int) -> bool:
+    """True when ``value`` is already what ``_canon`` would return, so it can be packed as it is.
+
+    Mirrors ``_canon`` without building a copy: exact types only, str keys in sorted order,
+    finite floats, the same depth limit. Out-of-range ints pass here and make the Packer raise.
+    Values decoded by msgpack pass whenever their bytes were canonical.
+    """
+    t = type(value)
+    if t in _PLAIN_SCALARS:
+        return True
+    if t is float:
+        return _isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    depth += 1
+    if t is dict:
+        prev = ""
+        for key, item in value.items():
+            if type(key) is not str or key < prev:
+                return False
+            prev = key
+            if type(item) not in _PLAIN_SCALARS and not _is_canonical(item, depth):
+                return False
+        return True
+    if t is list:
+        for item in value:
+            if type(item) not in _PLAIN_SCALARS and not _is_canonical(item, depth):
+                return False
+        return True
+    return False
+
+
 def canonical_bytes(value: Any) -> bytes:
     """Encode any storable value canonically (used for entries and for hashed sub-objects)."""
+    if _is_canonical(value, 0):
+        try:
+            return _pack(value)
+        except (OverflowError, ValueError, TypeError):
+            pass  # an out-of-range int or a lone surrogate: the path below raises as before
     try:
-        return msgpack.packb(_canon(value, 0), use_bin_type=True, use_single_float=False)  # type: ignore[no-any-return]
+        return _pack(_canon(value, 0))
     except (OverflowError, ValueError, TypeError) as exc:
         raise CodecError(f"cannot encode value: {exc}") from exc
 
@@ -106,9 +180,14 @@ def leaf_hash(raw: bytes) -> bytes:
     return hashlib.sha256(b"\x00" + raw).digest()
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One decoded journal entry together with the exact bytes that were hashed."""
+class Entry(NamedTuple):
+    """One decoded journal entry together with the exact bytes that were hashed.
+
+    A NamedTuple rather than a frozen dataclass: it is built once per entry on the append and
+    replay hot paths, and a tuple costs a third of a frozen dataclass's ``__init__``. It is just as
+    immutable (no field or new attribute can be set), compares and prints field by field, and
+    pickles. Unlike a dataclass it is also a tuple; ``_canon`` refuses to store one in an entry.
+    """
 
     seq: int
     ts: int
@@ -154,30 +233,58 @@ def jsonable(value: Any) -> Any:
 
 
 def _check_envelope(obj: Any) -> None:
-    if not isinstance(obj, dict):
+    """Refuse a decoded map that is not an entry envelope.
+
+    ``obj`` comes from msgpack, which builds only the exact types (never a subclass), so exact
+    type checks say the same as ``isinstance`` would, and ``type(x) is int`` also refuses bools.
+    """
+    if type(obj) is not dict:
         raise CodecError("an entry must be a msgpack map")
-    keys = set(obj)
-    if keys != ENVELOPE_KEYS:
+    if obj.keys() != ENVELOPE_KEYS:
+        keys = set(obj)
         missing = sorted(ENVELOPE_KEYS - keys)
         extra = sorted(str(k) for k in keys - ENVELOPE_KEYS)
         raise CodecError(f"entry fields wrong: missing={missing} extra={extra}")
-    if type(obj["v"]) is not int or obj["v"] != FORMAT_VERSION:
-        raise CodecError(f"unknown entry format version {obj['v']!r}")
-    if not isinstance(obj["seq"], int) or isinstance(obj["seq"], bool) or obj["seq"] < 0:
+    v = obj["v"]
+    if type(v) is not int or v != FORMAT_VERSION:
+        raise CodecError(f"unknown entry format version {v!r}")
+    seq = obj["seq"]
+    if type(seq) is not int or seq < 0:
         raise CodecError("entry seq must be a non-negative integer")
-    if not isinstance(obj["ts"], int) or isinstance(obj["ts"], bool):
+    if type(obj["ts"]) is not int:
         raise CodecError("entry ts must be an integer (unix nanoseconds)")
-    for field in ("run", "task"):
-        if obj[field] is not None and not isinstance(obj[field], str):
-            raise CodecError(f"entry {field} must be a string or nil")
-    if not isinstance(obj["kind"], str) or not obj["kind"]:
+    run, task = obj["run"], obj["task"]
+    if run is not None and type(run) is not str:
+        raise CodecError("entry run must be a string or nil")
+    if task is not None and type(task) is not str:
+        raise CodecError("entry task must be a string or nil")
+    kind = obj["kind"]
+    if type(kind) is not str or not kind:
         raise CodecError("entry kind must be a non-empty string")
-    if not isinstance(obj["data"], dict):
+    if type(obj["data"]) is not dict:
         raise CodecError("entry data must be a map")
 
 
-def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True, use_single_float=False)  # type: ignore[no-any-return]
+def _entry_from(obj: Any, raw: bytes) -> Entry:
+    """The Entry for a decoded envelope ``obj`` and its bytes; CodecError if it is no envelope.
+
+    The common case is checked in one expression (seven keys, all of them the envelope's,
+    exact types); anything else goes to ``_check_envelope`` for the error that names the field.
+    """
+    if type(obj) is dict and len(obj) == 7:
+        try:
+            v, seq, ts = obj["v"], obj["seq"], obj["ts"]
+            run, task, kind, data = obj["run"], obj["task"], obj["kind"], obj["data"]
+        except KeyError:
+            pass
+        else:
+            if (type(v) is int and v == FORMAT_VERSION and type(seq) is int and seq >= 0
+                    and type(ts) is int and (run is None or type(run) is str)
+                    and (task is None or type(task) is str) and type(kind) is str and kind
+                    and type(data) is dict):
+                return _new_entry(Entry, (seq, ts, run, task, kind, data, bytes(raw)))
+    _check_envelope(obj)
+    raise CodecError("not an entry envelope")  # not reached: _check_envelope raised
 
 
 def encode_entry(
@@ -188,6 +295,12 @@ def encode_entry(
 
     The envelope's keys are fixed, so its bytes are laid out directly in canonical order
     (data, kind, run, seq, task, ts, v); only ``data`` goes through canonicalization.
+
+    Fast path: a plain ``dict`` whose keys are ``str`` in sorted order and whose values are all
+    exact scalars (str, bytes, int, bool, None, finite float) is already canonical, so it is
+    copied shallowly and packed as it is, with no recursive rebuild. Anything else
+    (nested values, unsorted or non-str keys, NaN, subclasses, other mappings) takes the full
+    ``_canon`` path, as does a fast-path pack that fails, so errors are those of ``_canon``.
     """
     if type(seq) is not int or seq < 0:
         raise CodecError("entry seq must be a non-negative integer")
@@ -195,19 +308,45 @@ def encode_entry(
         raise CodecError("entry ts must be an integer (unix nanoseconds)")
     if type(kind) is not str or not kind:
         raise CodecError("entry kind must be a non-empty string")
-    for name, value in (("run", run), ("task", task)):
-        if value is not None and type(value) is not str:
-            raise CodecError(f"entry {name} must be a string or nil")
-    if not isinstance(data, Mapping):
+    if run is not None and type(run) is not str:
+        raise CodecError("entry run must be a string or nil")
+    if task is not None and type(task) is not str:
+        raise CodecError("entry task must be a string or nil")
+    pack = _PACKERS.pack
+    body: bytes | None = None
+    canon: dict[str, Any]
+    if type(data) is dict:
+        # copy first: what is checked and packed is the very map the Entry keeps, even if the
+        # caller's map changes later (or meanwhile, from another thread)
+        canon = data.copy()
+        prev = ""
+        for key, value in canon.items():
+            # str order is code point order, which is UTF-8 byte order; keys are unique
+            if type(key) is not str or key < prev:
+                break
+            prev = key
+            t = type(value)
+            if t not in _PLAIN_SCALARS and (t is not float or not _isfinite(value)):
+                break
+        else:
+            try:
+                body = pack(canon)
+            except (OverflowError, ValueError, TypeError):
+                body = None  # out-of-range int, lone surrogate: _canon below says which
+    elif not isinstance(data, Mapping):
         raise CodecError("entry data must be a map")
-    canon = _canon(data, 1)
     try:
-        head, tail = _envelope_parts(run, task, kind)
-        raw = b"".join((b"\x87\xa4data", _pack(canon), head, _pack_uint(seq), tail,
-                        _pack_uint(ts) if ts >= 0 else _pack(ts), b"\xa1v\x01"))
-    except (OverflowError, ValueError, TypeError, UnicodeEncodeError) as exc:
+        if body is None:
+            canon = _canon(data, 1)
+            body = pack(canon)
+        parts = _envelope_cache.get((run, task, kind))
+        if parts is None:
+            parts = _envelope_parts(run, task, kind)
+        raw = b"".join((b"\x87\xa4data", body, parts[0], pack(seq), parts[1], pack(ts),
+                        b"\xa1v\x01"))
+    except (OverflowError, ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         raise CodecError(f"cannot encode entry: {exc}") from exc
-    return Entry(seq=seq, ts=ts, run=run, task=task, kind=kind, data=canon, raw=raw)
+    return _new_entry(Entry, (seq, ts, run, task, kind, canon, raw))
 
 
 def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes) -> bytes:
@@ -220,11 +359,18 @@ def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes
     return head + _pack_uint(seq) + tail
 
 
-@functools.lru_cache(maxsize=4096)
 def _envelope_parts(run: str | None, task: str | None, kind: str) -> tuple[bytes, bytes]:
-    """The envelope bytes around seq for given run/task/kind (cached: they repeat a lot)."""
-    return _suffix_parts(None if run is None else run.encode("utf-8"),
-                         None if task is None else task.encode("utf-8"), kind.encode("utf-8"))
+    """The envelope bytes around seq for given run/task/kind, kept in ``_envelope_cache``.
+
+    They repeat a lot (one run, a few tasks and kinds). The cache is a plain dict, read without
+    a call on the hot path and emptied when full; concurrent threads at worst compute one twice.
+    """
+    parts = _suffix_parts(None if run is None else run.encode("utf-8"),
+                          None if task is None else task.encode("utf-8"), kind.encode("utf-8"))
+    if len(_envelope_cache) >= _ENVELOPE_CACHE_MAX:
+        _envelope_cache.clear()
+    _envelope_cache[(run, task, kind)] = parts
+    return parts
 
 
 @functools.lru_cache(maxsize=4096)
@@ -269,9 +415,7 @@ def _str_header(b: bytes | None) -> bytes:
 def decode_entry(raw: bytes) -> Entry:
     """Decode stored entry bytes, refusing anything that is not canonical."""
     obj = unpack_canonical(raw)
-    _check_envelope(obj)
-    return Entry(seq=obj["seq"], ts=obj["ts"], run=obj["run"], task=obj["task"], kind=obj["kind"],
-                 data=obj["data"], raw=bytes(raw))
+    return _entry_from(obj, raw)
 
 
 def decode_entry_trusted(raw: bytes) -> Entry:
@@ -281,6 +425,4 @@ def decode_entry_trusted(raw: bytes) -> Entry:
     Use it only on bytes read from a journal that was verified in the same process.
     """
     obj = msgpack.unpackb(raw, raw=False, strict_map_key=True, ext_hook=_reject_ext, timestamp=0)
-    _check_envelope(obj)
-    return Entry(seq=obj["seq"], ts=obj["ts"], run=obj["run"], task=obj["task"], kind=obj["kind"],
-                 data=obj["data"], raw=bytes(raw))
+    return _entry_from(obj, raw)

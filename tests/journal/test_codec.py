@@ -18,6 +18,7 @@ from ledger.journal.codec import (
     Entry,
     canonical_bytes,
     decode_entry,
+    decode_entry_trusted,
     encode_entry,
     leaf_hash,
     unpack_canonical,
@@ -407,3 +408,202 @@ def test_any_single_byte_change_is_refused_or_changes_the_value(value: Any, data
         return
     assert not _same(back, value)
     assert canonical_bytes(back) == bytes(mutated)
+
+
+# --------------------------------------------------------------------------- fast path
+
+
+RUN = "r-20261129T203000Z-1a2b3c"
+
+
+def reference_bytes(value: Any) -> bytes:
+    """An independent canonical encoder: sort every map's keys, then one plain msgpack.packb."""
+    def canon(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: canon(v[k]) for k in sorted(v)}
+        if isinstance(v, list | tuple):
+            return [canon(x) for x in v]
+        return v
+    return msgpack.packb(canon(value), use_bin_type=True, use_single_float=False)  # type: ignore[no-any-return]
+
+
+def envelope_of(seq: int, ts: int, run: str | None, task: str | None, kind: str,
+                data: Any) -> dict[str, Any]:
+    """The plain map an entry's bytes must be the canonical encoding of."""
+    return {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "run": run, "task": task, "kind": kind,
+            "data": data}
+
+
+FLAT = st.dictionaries(KEYS, SCALARS, max_size=8)  # what the fast path takes (or NaN-free floats)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seq=st.integers(min_value=0, max_value=2**64 - 1),
+    ts=st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    run=st.none() | st.text(max_size=40),
+    task=st.none() | st.text(max_size=300),
+    kind=st.text(min_size=1, max_size=40),
+    data=FLAT | st.dictionaries(KEYS, VALUES, max_size=6),
+)
+def test_entry_bytes_equal_canonical_bytes_of_the_envelope(
+        seq: int, ts: int, run: str | None, task: str | None, kind: str, data: dict[str, Any]) -> None:
+    """encode_entry's bytes are exactly canonical_bytes (and a plain sorted packb) of the envelope."""
+    e = encode_entry(seq=seq, ts=ts, kind=kind, data=data, run=run, task=task)
+    env = envelope_of(seq, ts, run, task, kind, data)
+    assert e.raw == canonical_bytes(env)
+    assert e.raw == reference_bytes(env)
+    assert _same(e.data, unpack_canonical(canonical_bytes(data)))
+    assert decode_entry_trusted(e.raw) == e
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(KEYS, VALUES, max_size=6) | VALUES)
+def test_canonical_bytes_equal_a_plain_sorted_packb(value: Any) -> None:
+    """canonical_bytes agrees byte for byte with an independent sort-then-packb encoder."""
+    assert canonical_bytes(value) == reference_bytes(value)
+
+
+@pytest.mark.parametrize("data", [
+    {"a": "x", 1: "y"},
+    {"a": math.nan},
+    {"a": 1, "b": -math.inf},
+    {"a": 2**64},
+    {"a": -(2**63) - 1},
+    {"z": 2**64, "a": 1},  # unsorted as well, so the slow path is the one that refuses
+    {"a": "\ud800"},
+    {"\ud800": 1},
+    {"a": {1, 2}},
+    {"a": bytearray(b"x")},
+], ids=["int-key", "nan", "inf", "int-2**64", "int-below-int64", "unsorted-big-int", "lone-surrogate",
+        "lone-surrogate-key", "set", "bytearray"])
+def test_flat_data_the_slow_path_refuses_is_refused(data: dict[Any, Any]) -> None:
+    """Flat sorted data the fast path would pack as is is refused with CodecError all the same."""
+    with pytest.raises(CodecError):
+        encode_entry(seq=1, ts=TS, kind="k", data=data)
+    with pytest.raises(CodecError):
+        canonical_bytes(data)
+
+
+@pytest.mark.parametrize("value", [2**64 - 1, -(2**63), 0, -1, 127, 128, -33, 1.5, -0.0, True, None, b""],
+                         ids=repr)
+def test_flat_boundary_values_are_stored(value: Any) -> None:
+    """The int range ends and other plain scalars take the fast path and decode back unchanged."""
+    e = encode_entry(seq=1, ts=TS, kind="k", data={"a": value})
+    assert e.raw == reference_bytes(envelope_of(1, TS, None, None, "k", {"a": value}))
+    assert _same(decode_entry(e.raw).data["a"], value)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"seq": 2**64}, {"ts": 2**64}, {"ts": -(2**63) - 1}, {"seq": True}, {"ts": 1.0},
+    {"run": "\ud800"}, {"task": b"t"}, {"kind": None}, {"data": [("a", 1)]}, {"data": None},
+], ids=["seq-2**64", "ts-2**64", "ts-below-int64", "seq-bool", "ts-float", "run-surrogate",
+        "task-bytes", "kind-nil", "data-list", "data-nil"])
+def test_encode_entry_refuses_bad_envelope_fields(kwargs: dict[str, Any]) -> None:
+    """Envelope fields outside their type or the msgpack int range raise CodecError."""
+    base: dict[str, Any] = {"seq": 0, "ts": TS, "kind": "k", "data": {"a": 1}}
+    base.update(kwargs)
+    with pytest.raises(CodecError):
+        encode_entry(**base)
+
+
+def test_encoder_recovers_after_a_refused_value() -> None:
+    """A refused value leaves nothing behind: the next entry's bytes are exactly canonical."""
+    with pytest.raises(CodecError):
+        encode_entry(seq=1, ts=TS, kind="k", data={"a": "x" * 100, "b": 2**64})
+    e = encode_entry(seq=2, ts=TS, kind="k", data={"a": 1})
+    assert e.raw == canonical_bytes(envelope_of(2, TS, None, None, "k", {"a": 1}))
+
+
+def test_other_mappings_take_the_slow_path() -> None:
+    """A dict subclass or another Mapping encodes like the plain dict with the same items."""
+    from collections import OrderedDict
+    from types import MappingProxyType
+
+    plain = encode_entry(seq=1, ts=TS, kind="k", data={"a": 1, "b": [2]}).raw
+    assert encode_entry(seq=1, ts=TS, kind="k", data=OrderedDict([("b", [2]), ("a", 1)])).raw == plain
+    assert encode_entry(seq=1, ts=TS, kind="k", data=MappingProxyType({"a": 1, "b": [2]})).raw == plain
+
+
+@pytest.mark.parametrize("data", [{"a": 1, "b": "x"}, {"b": "x", "a": 1}, {"a": [1], "b": {"c": 2}}],
+                         ids=["fast", "unsorted", "nested"])
+def test_entry_data_is_not_the_callers_map(data: dict[str, Any]) -> None:
+    """Changing the caller's map after encode_entry leaves the entry's data matching its bytes."""
+    e = encode_entry(seq=1, ts=TS, kind="k", data=data)
+    data["zz"] = "changed"
+    assert "zz" not in e.data
+    assert _same(decode_entry(e.raw).data, e.data)
+
+
+def test_entries_encoded_from_many_threads_are_canonical() -> None:
+    """Threads encoding at once (each with its own Packer) all produce the canonical bytes."""
+    import threading
+
+    results: dict[int, list[bytes]] = {}
+
+    def work(n: int) -> None:
+        results[n] = [encode_entry(seq=i, ts=TS + n, kind="k", run=f"run-{n}",
+                                   data={"n": n, "text": str(i) * (i % 50)}).raw for i in range(400)]
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n, raws in results.items():
+        for i, raw in enumerate(raws):
+            env = envelope_of(i, TS + n, f"run-{n}", None, "k", {"n": n, "text": str(i) * (i % 50)})
+            assert raw == reference_bytes(env)
+    assert len(results) == 4
+
+
+# --------------------------------------------------------------------------- Entry
+
+
+def test_entry_is_immutable() -> None:
+    """Neither a field nor a new attribute can be set on an Entry."""
+    e = encode_entry(seq=1, ts=TS, kind="k", data={"a": 1})
+    with pytest.raises(AttributeError):
+        e.seq = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        e.extra = 1  # type: ignore[attr-defined]
+    assert e.seq == 1
+
+
+def test_entry_pickles() -> None:
+    """An Entry survives a pickle round trip with equal fields and the same bytes."""
+    import pickle
+
+    e = encode_entry(seq=9, ts=TS, kind="k", data={"a": [1, b"\x00"]}, run="r", task="t")
+    back = pickle.loads(pickle.dumps(e))
+    assert back == e and type(back) is Entry
+    assert back.raw == e.raw and back.leaf_hash == e.leaf_hash
+
+
+def test_entry_positional_and_keyword_construction_agree() -> None:
+    """Entry takes its fields positionally in the order seq, ts, run, task, kind, data, raw."""
+    by_kw = Entry(seq=1, ts=2, run="r", task="t", kind="k", data={"a": 1}, raw=b"x")
+    by_pos = Entry(1, 2, "r", "t", "k", {"a": 1}, b"x")
+    assert by_kw == by_pos
+    assert (by_pos.seq, by_pos.ts, by_pos.run, by_pos.task, by_pos.kind, by_pos.data, by_pos.raw) == (
+        1, 2, "r", "t", "k", {"a": 1}, b"x")
+    assert by_kw != Entry(seq=1, ts=2, run="r", task="t", kind="k", data={"a": 2}, raw=b"x")
+    assert repr(by_kw) == ("Entry(seq=1, ts=2, run='r', task='t', kind='k', data={'a': 1}, "
+                           "raw=b'x')")
+
+
+def test_an_entry_cannot_be_stored_inside_an_entry() -> None:
+    """An Entry is refused as a value (as it was when it was not a tuple), not stored as an array."""
+    e = encode_entry(seq=1, ts=TS, kind="k", data={"a": 1})
+    with pytest.raises(CodecError, match="cannot be stored"):
+        encode_entry(seq=2, ts=TS, kind="k", data={"prev": e})
+    with pytest.raises(CodecError, match="cannot be stored"):
+        canonical_bytes([e])
+
+
+def test_decode_entry_trusted_matches_decode_entry() -> None:
+    """The trusted decode gives the same Entry as the checked one, and refuses a non-envelope."""
+    e = encode_entry(seq=5, ts=-3, kind="k", data={"b": 1.5, "a": None}, run=RUN, task=None)
+    assert decode_entry_trusted(e.raw) == decode_entry(e.raw) == e
+    with pytest.raises(CodecError):
+        decode_entry_trusted(canonical_bytes(envelope(seq=True)))
