@@ -14,6 +14,7 @@ PURE = [
     ROOT / "ledger/journal/codec.py",
     ROOT / "ledger/journal/merkle.py",
     ROOT / "ledger/journal/note.py",
+    ROOT / "ledger/journal/tiles.py",
     ROOT / "ledger/bench/judge.py",
     ROOT / "ledger/bench/leaderboard.py",
 ]
@@ -41,7 +42,7 @@ def _source_files() -> list[Path]:
 
 
 def test_pure_modules_import_no_io() -> None:
-    """evaluators/, attest/ (but material and cli_support), codec, merkle, note: no I/O, clock or randomness."""
+    """evaluators/, attest/ (but material and cli_support), codec, merkle, note, tiles: no I/O, clock or randomness."""
     for path in PURE:
         bad = {n for n in _imports(path) if n in IMPURE_MODULES or n.split(".")[0] in IMPURE_MODULES}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

@@ -22,6 +22,7 @@ from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal import merkle
 from ledger.journal.codec import Entry, decode_entry, decode_entry_trusted
 from ledger.journal.store import Item, Store
+from ledger.journal.tiles import DEFAULT_HEIGHT
 
 MAX_BATCH = 100_000
 
@@ -74,13 +75,18 @@ class Journal:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = False, readonly: bool = False,
-             clock: Callable[[], int] = time.time_ns, synchronous: str = "FULL") -> Journal:
-        """Open the journal at ``path`` (a journal.db file, or a ledger directory)."""
+             clock: Callable[[], int] = time.time_ns, synchronous: str = "FULL",
+             tile_height: int = DEFAULT_HEIGHT) -> Journal:
+        """Open the journal at ``path`` (a journal.db file, or a ledger directory).
+
+        ``tile_height`` sets how a new journal stores its tree (docs/FORMAT.md); an existing
+        journal keeps its own.
+        """
         p = Path(path)
         if str(path) != ":memory:" and (p.is_dir() or p.suffix != ".db"):
             p = p / "journal.db"
         store = Store.open(p if str(path) != ":memory:" else ":memory:", create=create,
-                           readonly=readonly, synchronous=synchronous)
+                           readonly=readonly, synchronous=synchronous, tile_height=tile_height)
         home = None if str(path) == ":memory:" else p.parent
         return cls(store, home, clock)
 
@@ -110,29 +116,20 @@ class Journal:
         Items are maps ``{"kind", "data", "run"?, "task"?}`` or tuples (kind, data, run, task).
         """
         batch: list[Item] = []
+        add = batch.append
         for item in items:
-            if isinstance(item, tuple):
+            # the common case, checked with exact types: a (kind, dict, str|None, str|None) tuple
+            if item.__class__ is tuple and len(item) == 4:
                 kind, data, run, task = item
-            elif isinstance(item, Mapping):
-                unknown = set(item) - {"kind", "data", "run", "task"}
-                if unknown:
-                    raise MalformedInput(f"append item has unknown fields {sorted(unknown)}")
-                if "kind" not in item or "data" not in item:
-                    raise MalformedInput("append item needs 'kind' and 'data'")
-                kind, data = item["kind"], item["data"]
-                run, task = item.get("run"), item.get("task")
-            else:
-                raise MalformedInput("append item must be a map or a tuple")
-            if not isinstance(kind, str) or not kind:
-                raise MalformedInput("append item 'kind' must be a non-empty string")
-            if not isinstance(data, Mapping):
-                raise MalformedInput("append item 'data' must be a map")
-            for name, value in (("run", run), ("task", task)):
-                if value is not None and not isinstance(value, str):
-                    raise MalformedInput(f"append item '{name}' must be a string")
-            batch.append((kind, dict(data), run, task))
+                if (kind.__class__ is str and kind and data.__class__ is dict
+                        and (run is None or run.__class__ is str) and (task is None or task.__class__ is str)):
+                    add(item)  # encode_entry copies the data map before it checks and packs it
+                    continue
+            add(_checked_item(item))
             if len(batch) > MAX_BATCH:
                 raise UsageError(f"a batch holds at most {MAX_BATCH} entries")
+        if len(batch) > MAX_BATCH:
+            raise UsageError(f"a batch holds at most {MAX_BATCH} entries")
         return self._store.append(batch, self._clock)
 
     # ------------------------------------------------------------------ reading
@@ -164,7 +161,7 @@ class Journal:
 
     def find_leaf(self, leaf: bytes) -> int | None:
         """The seq of the entry with this leaf hash, if any."""
-        return self._store.seq_of_leaf(leaf)
+        return self._store.find_leaf(leaf)
 
     def root_at(self, size: int) -> bytes:
         self._check_size(size)
@@ -285,3 +282,29 @@ class Journal:
             self.home / "checkpoints" if self.home is not None else None)
         return verify_store(self._store, verifier=verifier, since=since, external_dir=ext,
                             deep=deep, progress=progress)
+
+
+def _checked_item(item: Any) -> Item:
+    """One append item, a map ``{"kind", "data", "run"?, "task"?}`` or a 4-tuple, checked."""
+    if isinstance(item, tuple):
+        if len(item) != 4:
+            raise MalformedInput("append item tuple must be (kind, data, run, task)")
+        kind, data, run, task = item
+    elif isinstance(item, Mapping):
+        unknown = set(item) - {"kind", "data", "run", "task"}
+        if unknown:
+            raise MalformedInput(f"append item has unknown fields {sorted(unknown)}")
+        if "kind" not in item or "data" not in item:
+            raise MalformedInput("append item needs 'kind' and 'data'")
+        kind, data = item["kind"], item["data"]
+        run, task = item.get("run"), item.get("task")
+    else:
+        raise MalformedInput("append item must be a map or a tuple")
+    if not isinstance(kind, str) or not kind:
+        raise MalformedInput("append item 'kind' must be a non-empty string")
+    if not isinstance(data, Mapping):
+        raise MalformedInput("append item 'data' must be a map")
+    for name, value in (("run", run), ("task", task)):
+        if value is not None and not isinstance(value, str):
+            raise MalformedInput(f"append item '{name}' must be a string")
+    return (kind, dict(data), run, task)

@@ -1,51 +1,63 @@
 """SQLite storage of the journal: the only module that imports ``sqlite3``.
 
-Schema (format version 1; see docs/FORMAT.md):
+Schema (format version 2; see docs/FORMAT.md):
 
-    meta(key TEXT PRIMARY KEY, value TEXT)              format, version
-    entries(seq INTEGER PRIMARY KEY, leaf BLOB, body BLOB, run TEXT, task TEXT, kind TEXT)
-    nodes(level, idx, hash) WITHOUT ROWID               complete aligned subtrees, level >= 1
-    heads(size INTEGER PRIMARY KEY, root BLOB, ts)      the tree head every commit produced
+    meta(key TEXT PRIMARY KEY, value TEXT)            format, version, tile_height
+    entries(seq INTEGER PRIMARY KEY, body BLOB)        the exact entry bytes that are hashed
+    spans(first INTEGER PRIMARY KEY, last, run, task, kind)
+                                                      index: seqs first..last share run/task/kind
+    tiles(level, idx, hashes, root) WITHOUT ROWID     full tiles of the Merkle tree (tiles.py)
+    heads(size INTEGER PRIMARY KEY, root BLOB, ts)    the tree head every commit produced
     checkpoints(size INTEGER PRIMARY KEY, note TEXT, ts)
 
 Every append runs in one ``BEGIN IMMEDIATE`` transaction that reads the head, assigns the next
-sequence numbers, and writes the entry rows, the new tree nodes and the new head together.
-Triggers refuse UPDATE and DELETE on every table but meta, and refuse an INSERT at any seq other
-than the next one (which also stops ``INSERT OR REPLACE``). Triggers are a seat belt; ``verify``
-is the check.
+sequence numbers, and writes the entry rows, their spans, the tiles that became full and the new
+head together. Triggers refuse UPDATE and DELETE on every table but meta, and refuse an INSERT
+at any seq other than the next one (which also stops ``INSERT OR REPLACE``). Triggers are a seat
+belt; ``verify`` is the check.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import JournalConflict, JournalFormatError, LedgerError, NotFound
+from ledger.errors import JournalConflict, JournalFormatError, LedgerError, NotFound, UsageError
 from ledger.journal import merkle
 from ledger.journal.codec import Entry, encode_entry
+from ledger.journal.tiles import (
+    DEFAULT_HEIGHT,
+    HASH_SIZE,
+    TileEdge,
+    check_height,
+    hash_up,
+    locate,
+)
 
 FORMAT_NAME = "eval-ledger-journal"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 BUSY_TIMEOUT_MS = 60_000
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE entries(
-    seq INTEGER PRIMARY KEY,
-    leaf BLOB NOT NULL,
-    body BLOB NOT NULL,
+CREATE TABLE entries(seq INTEGER PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE spans(
+    first INTEGER PRIMARY KEY,
+    last INTEGER NOT NULL,
     run TEXT,
     task TEXT,
     kind TEXT NOT NULL
 );
-CREATE INDEX entries_run ON entries(run) WHERE run IS NOT NULL;
-CREATE INDEX entries_runkind ON entries(kind) WHERE kind GLOB 'run.*';
-CREATE TABLE nodes(level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL,
-                   PRIMARY KEY(level, idx)) WITHOUT ROWID;
+CREATE INDEX spans_run ON spans(run) WHERE run IS NOT NULL;
+CREATE INDEX spans_runkind ON spans(kind) WHERE kind GLOB 'run.*';
+CREATE TABLE tiles(level INTEGER NOT NULL, idx INTEGER NOT NULL, hashes BLOB NOT NULL,
+                   root BLOB NOT NULL, PRIMARY KEY(level, idx)) WITHOUT ROWID;
 CREATE TABLE heads(size INTEGER PRIMARY KEY, root BLOB NOT NULL, ts INTEGER NOT NULL);
 CREATE TABLE checkpoints(size INTEGER PRIMARY KEY, note TEXT NOT NULL, ts INTEGER NOT NULL);
 
@@ -57,13 +69,22 @@ BEGIN SELECT RAISE(ABORT, 'journal: entries cannot be updated'); END;
 CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
 BEGIN SELECT RAISE(ABORT, 'journal: entries cannot be deleted'); END;
 
-CREATE TRIGGER nodes_no_dup BEFORE INSERT ON nodes
-WHEN EXISTS (SELECT 1 FROM nodes WHERE level = NEW.level AND idx = NEW.idx)
-BEGIN SELECT RAISE(ABORT, 'journal: tree nodes cannot be replaced'); END;
-CREATE TRIGGER nodes_no_update BEFORE UPDATE ON nodes
-BEGIN SELECT RAISE(ABORT, 'journal: tree nodes cannot be updated'); END;
-CREATE TRIGGER nodes_no_delete BEFORE DELETE ON nodes
-BEGIN SELECT RAISE(ABORT, 'journal: tree nodes cannot be deleted'); END;
+CREATE TRIGGER spans_append_only BEFORE INSERT ON spans
+WHEN NEW.first IS NOT COALESCE((SELECT last + 1 FROM spans ORDER BY first DESC LIMIT 1), 0)
+  OR typeof(NEW.last) != 'integer' OR NEW.last < NEW.first
+BEGIN SELECT RAISE(ABORT, 'journal: spans are append-only (first must follow the last span)'); END;
+CREATE TRIGGER spans_no_update BEFORE UPDATE ON spans
+BEGIN SELECT RAISE(ABORT, 'journal: spans cannot be updated'); END;
+CREATE TRIGGER spans_no_delete BEFORE DELETE ON spans
+BEGIN SELECT RAISE(ABORT, 'journal: spans cannot be deleted'); END;
+
+CREATE TRIGGER tiles_no_dup BEFORE INSERT ON tiles
+WHEN EXISTS (SELECT 1 FROM tiles WHERE level = NEW.level AND idx = NEW.idx)
+BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be replaced'); END;
+CREATE TRIGGER tiles_no_update BEFORE UPDATE ON tiles
+BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be updated'); END;
+CREATE TRIGGER tiles_no_delete BEFORE DELETE ON tiles
+BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be deleted'); END;
 
 CREATE TRIGGER heads_append_only BEFORE INSERT ON heads
 WHEN NEW.size <= (SELECT COALESCE(MAX(size), -1) FROM heads)
@@ -82,10 +103,15 @@ CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
 BEGIN SELECT RAISE(ABORT, 'journal: checkpoints cannot be deleted'); END;
 """
 
-_TABLES = {"meta", "entries", "nodes", "heads", "checkpoints"}
+_TABLES = {"meta", "entries", "spans", "tiles", "heads", "checkpoints"}
 
 # One append item: (kind, data, run, task).
 Item = tuple[str, dict[str, Any], str | None, str | None]
+# One span row as stored: (first, last, run, task, kind).
+Span = tuple[int, int, str | None, str | None, str]
+
+_sha256 = hashlib.sha256
+_SQLITE_MAX_INT = 2**63 - 1  # seqs and indexes beyond SQLite's integer are not in any journal
 
 
 class Store:
@@ -95,15 +121,17 @@ class Store:
         self._conn = conn
         self.path = path
         self.readonly = readonly
-        self._frontier_size = -1
-        self._frontier: dict[merkle.Key, bytes] = {}
+        self.tile_height = DEFAULT_HEIGHT
+        self._edge: TileEdge | None = None
         self._create = False
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = False, readonly: bool = False,
-             synchronous: str = "FULL") -> Store:
+             synchronous: str = "FULL", tile_height: int = DEFAULT_HEIGHT) -> Store:
+        """Open (or with ``create``, make) a journal; ``tile_height`` applies to a new one only."""
+        check_height(tile_height)
         spath = str(path)
         memory = spath == ":memory:"
         if not memory:
@@ -132,7 +160,7 @@ class Store:
         store = cls(conn, spath, readonly)
         store._create = create or memory
         try:
-            store._init_or_check(synchronous)
+            store._init_or_check(synchronous, tile_height)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalFormatError(f"{spath} is not a journal: {exc}") from exc
@@ -141,13 +169,13 @@ class Store:
             raise
         return store
 
-    def _init_or_check(self, synchronous: str) -> None:
+    def _init_or_check(self, synchronous: str, tile_height: int) -> None:
         c = self._conn
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             if self.readonly or not self._create:
                 raise JournalFormatError(f"{self.path} is empty, not a journal")
-            c.execute("PRAGMA journal_mode = WAL")
+            _set_wal(c)
             c.execute(f"PRAGMA synchronous = {synchronous}")
             c.execute("BEGIN IMMEDIATE")
             try:
@@ -155,22 +183,29 @@ class Store:
                 if again == 0:
                     for stmt in _split_sql(_SCHEMA):
                         c.execute(stmt)
-                    c.execute("INSERT INTO meta VALUES ('format', ?), ('version', ?)",
-                              (FORMAT_NAME, FORMAT_VERSION))
+                    c.execute("INSERT INTO meta VALUES ('format', ?), ('version', ?), ('tile_height', ?)",
+                              (FORMAT_NAME, FORMAT_VERSION, str(tile_height)))
                 c.execute("COMMIT")
             except BaseException:
                 c.execute("ROLLBACK")
                 raise
-            tables = _TABLES
-        if not tables >= _TABLES:
-            raise JournalFormatError(f"{self.path} is not an eval-ledger journal (tables missing)")
-        meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        meta: dict[Any, Any] = {}
+        if "meta" in tables:
+            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT_NAME:
             raise JournalFormatError(f"{self.path} is not an eval-ledger journal")
         if meta.get("version") != FORMAT_VERSION:
             raise JournalFormatError(
                 f"{self.path}: journal format version {meta.get('version')!r} is not supported "
                 f"(this build reads version {FORMAT_VERSION})")
+        if not tables >= _TABLES:
+            raise JournalFormatError(f"{self.path} is not an eval-ledger journal (tables missing)")
+        try:
+            self.tile_height = check_height(int(meta.get("tile_height", "")))
+        except (ValueError, UsageError) as exc:
+            raise JournalFormatError(f"{self.path}: journal meta has a bad tile_height "
+                                     f"{meta.get('tile_height')!r}") from exc
         if not self.readonly:
             c.execute(f"PRAGMA synchronous = {synchronous}")
 
@@ -193,12 +228,12 @@ class Store:
         except BaseException:
             with suppress(sqlite3.Error):
                 c.execute("ROLLBACK")
-            self._frontier_size = -1
+            self._edge = None
             raise
         try:
             c.execute("COMMIT")
         except sqlite3.Error as exc:
-            self._frontier_size = -1
+            self._edge = None
             raise JournalConflict(f"commit failed: {exc}") from exc
 
     def append(self, items: Sequence[Item], clock: Callable[[], int]) -> list[Entry]:
@@ -208,35 +243,61 @@ class Store:
         with self._write_tx() as c:
             row = c.execute("SELECT size FROM heads ORDER BY size DESC LIMIT 1").fetchone()
             size = row[0] if row else 0
-            frontier = self._load_frontier(size)
+            edge = self._edge_at(size)
             ts = clock()
+            sha = _sha256
             entries = [
                 encode_entry(seq=size + i, ts=ts, kind=kind, data=data, run=run, task=task)
                 for i, (kind, data, run, task) in enumerate(items)
             ]
-            leaves = [merkle.leaf_hash(e.raw) for e in entries]
-            new_nodes, new_frontier = merkle.extend(size, frontier, leaves)
-            new_size = size + len(entries)
-            root = merkle.root(new_size, lambda keys: {k: new_frontier[k] for k in keys})
+            grown, tiles = edge.extended([sha(b"\x00" + e.raw).digest() for e in entries])
+            root = grown.root()
             try:
-                c.executemany(
-                    "INSERT INTO entries(seq, leaf, body, run, task, kind) VALUES (?,?,?,?,?,?)",
-                    [(e.seq, lf, e.raw, e.run, e.task, e.kind) for e, lf in zip(entries, leaves, strict=True)],
-                )
-                if new_nodes:
-                    c.executemany("INSERT INTO nodes(level, idx, hash) VALUES (?,?,?)", new_nodes)
-                c.execute("INSERT INTO heads(size, root, ts) VALUES (?,?,?)", (new_size, root, ts))
+                c.executemany("INSERT INTO entries(seq, body) VALUES (?,?)",
+                              [(e.seq, e.raw) for e in entries])
+                c.executemany("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)",
+                              _spans_of(size, items))
+                if tiles:
+                    c.executemany("INSERT INTO tiles(level, idx, hashes, root) VALUES (?,?,?,?)", tiles)
+                c.execute("INSERT INTO heads(size, root, ts) VALUES (?,?,?)", (grown.size, root, ts))
             except sqlite3.IntegrityError as exc:
                 raise JournalConflict(f"journal refused the append: {exc}") from exc
-        self._frontier = new_frontier
-        self._frontier_size = new_size
+        self._edge = grown
         return entries
 
-    def _load_frontier(self, size: int) -> dict[merkle.Key, bytes]:
-        if size == self._frontier_size:
-            return self._frontier
-        keys = merkle.frontier_keys(size)
-        return dict(self.fetch_nodes(keys))
+    def _edge_at(self, size: int) -> TileEdge:
+        """The right edge of the tree at ``size`` (cached from this writer's last commit)."""
+        edge = self._edge
+        if edge is not None and edge.size == size:
+            return edge
+        h = self.tile_height
+        parts: list[bytes] = []
+        for level, (lo, hi) in enumerate(TileEdge.partial_ranges(size, h)):
+            parts.append(b"".join(self._level_hashes(level, lo, hi)))
+        return TileEdge(h, size, parts)
+
+    def _level_hashes(self, tile_level: int, lo: int, hi: int) -> list[bytes]:
+        """Hashes at tree level ``h*tile_level``, indices lo..hi-1, derived from the level below.
+
+        Level 0 hashes are the leaf hashes of the entry bytes; a level-``h*k`` hash is the root of
+        the full tile ``(k-1, index)``, stored with it. Used for the right edge, where tiles are
+        not full yet.
+        """
+        if hi <= lo:
+            return []
+        c = self._conn
+        if tile_level == 0:
+            rows = c.execute("SELECT seq, CAST(body AS BLOB) FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
+                             (lo, hi)).fetchall()
+            if [r[0] for r in rows] != list(range(lo, hi)) or any(type(r[1]) is not bytes for r in rows):
+                raise KeyError(f"entries {lo}..{hi - 1} are missing or malformed")
+            return [_sha256(b"\x00" + r[1]).digest() for r in rows]
+        rows = c.execute("SELECT idx, CAST(root AS BLOB) FROM tiles WHERE level = ? AND idx >= ? AND idx < ? "
+                         "ORDER BY idx", (tile_level - 1, lo, hi)).fetchall()
+        if ([r[0] for r in rows] != list(range(lo, hi))
+                or any(type(r[1]) is not bytes or len(r[1]) != HASH_SIZE for r in rows)):
+            raise KeyError(f"tiles ({tile_level - 1}, {lo}..{hi - 1}) are missing or malformed")
+        return [r[1] for r in rows]
 
     def add_checkpoint(self, size: int, note: str, ts: int) -> bool:
         """Record a signed checkpoint; False when one for that size exists already."""
@@ -249,27 +310,56 @@ class Store:
     # ------------------------------------------------------------------ reading
 
     def fetch_nodes(self, keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
-        """Return the hashes of (level, index) keys; level 0 comes from the entry rows."""
+        """Return the hashes of complete-subtree keys ``(level, index)``, read from the tiles.
+
+        A node comes from one stored tile; at the right edge of the tree, where tiles are not full
+        yet, from the entries or full tiles one level down. ``KeyError`` for a node the journal
+        does not hold.
+        """
+        h = self.tile_height
+        mask = (1 << h) - 1
+        want: dict[merkle.Key, tuple[int, int, int, int]] = {}
+        for level, index in keys:
+            if level < 0 or index < 0 or level >= 64 or (index + 1) << level > _SQLITE_MAX_INT:
+                raise KeyError(f"tree node ({level},{index}) cannot exist")
+            want[(level, index)] = locate(level, index, h)
+        tile_keys = sorted({(tl, first >> h) for tl, first, _n, _up in want.values()})
+        tiles = self._tiles(tile_keys)
         out: dict[merkle.Key, bytes] = {}
-        leaves = [k[1] for k in keys if k[0] == 0]
-        inner = [k for k in keys if k[0] != 0]
+        edge: dict[int, tuple[int, int]] = {}  # tile level -> index range read from below
+        for key, (tl, first, count, up) in want.items():
+            blob = tiles.get((tl, first >> h))
+            if blob is not None:
+                off = (first & mask) * HASH_SIZE
+                out[key] = hash_up(blob[off:off + count * HASH_SIZE], up)
+            else:
+                lo, hi = edge.get(tl, (first, first + count))
+                edge[tl] = (min(lo, first), max(hi, first + count))
+        if edge:
+            below = {tl: (lo, self._level_hashes(tl, lo, hi)) for tl, (lo, hi) in edge.items()}
+            for key, (tl, first, count, up) in want.items():
+                if key not in out:
+                    lo, hashes = below[tl]
+                    out[key] = hash_up(b"".join(hashes[first - lo:first - lo + count]), up)
+        return out
+
+    def _tiles(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """The stored full tiles among ``keys`` (a malformed stored tile counts as absent)."""
+        out: dict[tuple[int, int], bytes] = {}
+        tile_bytes = HASH_SIZE << self.tile_height
         c = self._conn
-        for chunk in _chunks(leaves, 400):
-            marks = ",".join("?" * len(chunk))
-            for seq, leaf in c.execute(f"SELECT seq, leaf FROM entries WHERE seq IN ({marks})", chunk):
-                out[(0, seq)] = leaf
-        for chunk2 in _chunks(inner, 200):
-            cond = " OR ".join("(level = ? AND idx = ?)" for _ in chunk2)
-            params = [v for k in chunk2 for v in k]
-            for level, idx, h in c.execute(f"SELECT level, idx, hash FROM nodes WHERE {cond}", params):
-                out[(level, idx)] = h
-        missing = [k for k in keys if k not in out]
-        if missing:
-            raise KeyError(f"tree nodes missing from the journal: {missing[:4]}")
+        for chunk in _chunks(keys, 200):
+            cond = " OR ".join("(level = ? AND idx = ?)" for _ in chunk)
+            params = [v for k in chunk for v in k]
+            for level, idx, blob in c.execute(f"SELECT level, idx, CAST(hashes AS BLOB) FROM tiles WHERE {cond}",
+                                              params):
+                if type(blob) is bytes and len(blob) == tile_bytes:
+                    out[(level, idx)] = blob
         return out
 
     def head(self) -> tuple[int, bytes]:
-        row = self._conn.execute("SELECT size, root FROM heads ORDER BY size DESC LIMIT 1").fetchone()
+        row = self._conn.execute(
+            "SELECT size, CAST(root AS BLOB) FROM heads ORDER BY size DESC LIMIT 1").fetchone()
         if row is None:
             return 0, merkle.EMPTY_ROOT
         return int(row[0]), bytes(row[1])
@@ -277,22 +367,27 @@ class Store:
     def rows(self, *, start: int = 0, stop: int | None = None, run: str | None = None,
              task: str | None = None, kind: str | None = None,
              batch: int = 5000) -> Iterator[tuple[int, bytes]]:
-        """Yield (seq, body) in seq order, filtered on the indexed columns."""
-        where = ["seq >= ?"]
-        params: list[Any] = [start]
-        if stop is not None:
-            where.append("seq < ?")
-            params.append(stop)
-        if run is not None:
-            where.append("run = ?")
-            params.append(run)
-        if task is not None:
-            where.append("task = ?")
-            params.append(task)
-        if kind is not None:
-            where.append("kind = ?")
-            params.append(kind)
-        sql = f"SELECT seq, body FROM entries WHERE {' AND '.join(where)} ORDER BY seq"
+        """Yield (seq, body) in seq order, filtered through the span index."""
+        params: list[Any]
+        if run is None and task is None and kind is None:
+            where, params = ["seq >= ?"], [start]
+            if stop is not None:
+                where.append("seq < ?")
+                params.append(stop)
+            sql = f"SELECT seq, body FROM entries WHERE {' AND '.join(where)} ORDER BY seq"
+        else:
+            where, params = ["s.last >= ?", "e.seq >= ?"], [start, start]
+            if stop is not None:
+                where += ["s.first < ?", "e.seq < ?"]
+                params += [stop, stop]
+            for column, value in (("run", run), ("task", task), ("kind", kind)):
+                if value is not None:
+                    where.append(f"s.{column} = ?")
+                    params.append(value)
+            # The spans come out in first order; each one is a rowid range of entries.
+            sql = ("SELECT e.seq, e.body FROM spans AS s CROSS JOIN entries AS e "
+                   f"ON e.seq BETWEEN s.first AND s.last WHERE {' AND '.join(where)} "
+                   "ORDER BY s.first, e.seq")
         cur = self._conn.execute(sql, params)
         while True:
             chunk = cur.fetchmany(batch)
@@ -300,50 +395,71 @@ class Store:
                 return
             yield from chunk
 
-    def raw_rows(self, batch: int = 20000) -> Iterator[tuple[Any, ...]]:
-        """Every entry row for verification: (seq, leaf, body, run, task, kind), all as BLOBs.
+    def run_level_rows(self) -> list[tuple[int, bytes]]:
+        """(seq, body) of every entry whose kind starts with ``run.``."""
+        return list(self._conn.execute(
+            "SELECT e.seq, e.body FROM spans AS s CROSS JOIN entries AS e "
+            "ON e.seq BETWEEN s.first AND s.last WHERE s.kind GLOB 'run.*' ORDER BY s.first, e.seq"))
 
-        Reading every column as a BLOB means a tampered column of another SQLite type cannot
-        crash the reader; ``misfiled_rows`` reports columns stored with the wrong type.
-        """
-        cur = self._conn.execute(
-            "SELECT seq, CAST(leaf AS BLOB), CAST(body AS BLOB), CAST(run AS BLOB), "
-            "CAST(task AS BLOB), CAST(kind AS BLOB) FROM entries ORDER BY seq")
+    def find_leaf(self, leaf: bytes) -> int | None:
+        """The seq of the entry whose leaf hash is ``leaf`` (a scan of the level-0 tiles)."""
+        if len(leaf) != HASH_SIZE:
+            return None
+        h = self.tile_height
+        size = self.head()[0]
+        for idx, blob in self._conn.execute("SELECT idx, CAST(hashes AS BLOB) FROM tiles WHERE level = 0 "
+                                            "ORDER BY idx"):
+            if type(blob) is not bytes:
+                continue
+            pos = blob.find(leaf)
+            while pos >= 0:
+                if pos % HASH_SIZE == 0:
+                    return int((idx << h) + pos // HASH_SIZE)
+                pos = blob.find(leaf, pos + 1)
+        lo = (size >> h) << h
+        for seq, body in self._conn.execute("SELECT seq, CAST(body AS BLOB) FROM entries WHERE seq >= ? "
+                                            "ORDER BY seq", (lo,)):
+            if type(body) is bytes and _sha256(b"\x00" + body).digest() == leaf:
+                return int(seq)
+        return None
+
+    # ------------------------------------------------------------------ raw reads for verify
+
+    def body_rows(self, batch: int = 20000) -> Iterator[list[tuple[Any, Any]]]:
+        """Every entry row as (seq, body as BLOB), in chunks; ``misfiled_body`` finds mistyped ones."""
+        cur = self._conn.execute("SELECT seq, CAST(body AS BLOB) FROM entries ORDER BY seq")
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:
                 return
-            yield from chunk
+            yield chunk
 
-    def misfiled_rows(self) -> tuple[int, str] | None:
-        """The first row whose columns have the wrong SQLite type, with the types found."""
-        row = self._conn.execute(
-            "SELECT seq, typeof(leaf) || ',' || typeof(body) || ',' || typeof(run) || ',' || "
-            "typeof(task) || ',' || typeof(kind) FROM entries WHERE typeof(leaf) != 'blob' "
-            "OR typeof(body) != 'blob' OR typeof(run) NOT IN ('text', 'null') "
-            "OR typeof(task) NOT IN ('text', 'null') OR typeof(kind) != 'text' "
-            "ORDER BY seq LIMIT 1").fetchone()
+    def misfiled_body(self) -> tuple[int, str] | None:
+        """The first entry whose body is not stored as a BLOB, with the type found."""
+        row = self._conn.execute("SELECT seq, typeof(body) FROM entries WHERE typeof(body) != 'blob' "
+                                 "ORDER BY seq LIMIT 1").fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
 
-    def all_nodes(self) -> Iterator[tuple[int, int, bytes, str]]:
-        """(level, idx, hash as BLOB, SQLite type of the stored hash) in (level, idx) order."""
-        yield from self._conn.execute(
-            "SELECT level, idx, CAST(hash AS BLOB), typeof(hash) FROM nodes ORDER BY level, idx")
-
-    def node_levels(self) -> list[int]:
-        return [int(r[0]) if isinstance(r[0], int) else r[0]
-                for r in self._conn.execute("SELECT DISTINCT level FROM nodes ORDER BY level")]
-
-    def level_nodes(self, level: int) -> list[tuple[int, bytes]]:
-        """(idx, hash as BLOB) of one level, in idx order."""
+    def span_rows(self) -> list[tuple[Any, ...]]:
+        """Every span as (first, last, run, task, kind) with text columns as BLOBs, then their types."""
         return self._conn.execute(
-            "SELECT idx, CAST(hash AS BLOB) FROM nodes WHERE level = ? ORDER BY idx", (level,)).fetchall()
+            "SELECT first, last, CAST(run AS BLOB), CAST(task AS BLOB), CAST(kind AS BLOB), "
+            "typeof(last) || ',' || typeof(run) || ',' || typeof(task) || ',' || typeof(kind) "
+            "FROM spans ORDER BY first").fetchall()
 
-    def misfiled_node(self) -> tuple[int, int, str] | None:
-        row = self._conn.execute(
-            "SELECT level, idx, typeof(hash) FROM nodes WHERE typeof(hash) != 'blob' "
-            "OR typeof(level) != 'integer' OR typeof(idx) != 'integer' ORDER BY level, idx LIMIT 1").fetchone()
-        return None if row is None else (row[0], row[1], str(row[2]))
+    def tile_levels(self) -> list[Any]:
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT level FROM tiles ORDER BY level")]
+
+    def level_tiles(self, level: Any) -> list[tuple[Any, bytes, bytes, str]]:
+        """(idx, hashes, root, "type,type") of one tile level in idx order, columns read as BLOBs."""
+        return self._conn.execute(
+            "SELECT idx, CAST(hashes AS BLOB), CAST(root AS BLOB), typeof(hashes) || ',' || typeof(root) "
+            "FROM tiles WHERE level = ? ORDER BY idx", (level,)).fetchall()
+
+    def all_tiles(self) -> list[tuple[Any, Any, bytes, bytes]]:
+        """(level, idx, hashes, root) of every stored tile, in (level, idx) order."""
+        return self._conn.execute("SELECT level, idx, CAST(hashes AS BLOB), CAST(root AS BLOB) "
+                                  "FROM tiles ORDER BY level, idx").fetchall()
 
     def all_heads(self) -> list[tuple[int, bytes, str]]:
         """(size, root as BLOB, SQLite type of the stored root) in size order."""
@@ -351,22 +467,52 @@ class Store:
             "SELECT size, CAST(root AS BLOB), typeof(root) FROM heads ORDER BY size")]
 
     def checkpoints(self) -> list[tuple[int, str]]:
-        return [(int(s), str(n)) for s, n in self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size")]
+        """(size, note) in size order; a note that is not UTF-8 text keeps replacement characters
+        (its signature check then fails) instead of breaking the read."""
+        return [(int(s), bytes(n).decode("utf-8", errors="replace")) for s, n in self._conn.execute(
+            "SELECT size, CAST(note AS BLOB) FROM checkpoints ORDER BY size")]
+
+    def misfiled_checkpoint(self) -> tuple[int, str] | None:
+        """The first checkpoint row whose note is not stored as TEXT, with the type found."""
+        row = self._conn.execute("SELECT size, typeof(note) FROM checkpoints WHERE typeof(note) != 'text' "
+                                 "ORDER BY size LIMIT 1").fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def entry_count(self) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        """Rows in the entries table (as numbered: the highest seq + 1)."""
+        return int(self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM entries").fetchone()[0])
 
-    def run_level_rows(self) -> list[tuple[int, bytes]]:
-        return list(self._conn.execute(
-            "SELECT seq, body FROM entries WHERE kind GLOB 'run.*' ORDER BY seq"))
 
-    def leaf_of(self, seq: int) -> bytes | None:
-        row = self._conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
-        return None if row is None else bytes(row[0])
+def _set_wal(c: sqlite3.Connection) -> None:
+    """Switch a new database to WAL. SQLite can refuse the switch with "database is locked"
+    without calling the busy handler while another process creates the same journal, so retry
+    for as long as the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.002
+    while True:
+        try:
+            c.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
-    def seq_of_leaf(self, leaf: bytes) -> int | None:
-        row = self._conn.execute("SELECT seq FROM entries WHERE leaf = ?", (leaf,)).fetchone()
-        return None if row is None else int(row[0])
+
+def _spans_of(size: int, items: Sequence[Item]) -> list[Span]:
+    """Runs of consecutive items with the same run, task and kind, as span rows."""
+    out: list[Span] = []
+    first = size
+    _k, _d, prev_run, prev_task = items[0]
+    prev_kind = _k
+    for offset, (kind, _data, run, task) in enumerate(items):
+        if kind != prev_kind or run != prev_run or task != prev_task:
+            seq = size + offset
+            out.append((first, seq - 1, prev_run, prev_task, prev_kind))
+            first, prev_run, prev_task, prev_kind = seq, run, task, kind
+    out.append((first, size + len(items) - 1, prev_run, prev_task, prev_kind))
+    return out
 
 
 def _chunks(seq: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:

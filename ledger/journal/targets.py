@@ -41,7 +41,7 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
 
     assert journal is not None
     summary = journal.verify(since=since, verifier=verifier, deep=deep)
-    lines.append(f"journal: {summary['entries']} entries, {summary['nodes']} nodes, "
+    lines.append(f"journal: {summary['entries']} entries, {summary['tiles']} tiles, "
                  f"{summary['heads']} heads recomputed from stored bytes")
     if summary["checkpoints"] or summary["external_checkpoints"]:
         lines.append(f"checkpoints: {summary['checkpoints']} in the database, "

@@ -3,17 +3,21 @@
 Order of checks (the first failure raises, naming the check and the first bad seq):
 
 1. ``entry-seq``      rows are numbered 0..n-1 with no gap
-2. ``leaf-hash``      every stored leaf hash equals SHA-256(0x00 || stored bytes)
-3. ``entry-envelope`` the bytes are an entry of this version whose seq/run/task/kind match the row
-4. ``node-hash`` / ``node-missing`` / ``node-extra``   every stored subtree hash is recomputed
-5. ``head-root`` / ``head-beyond-log`` / ``head-missing``  every recorded tree head is recomputed
-6. ``checkpoint-signature`` / ``checkpoint-root`` / ``checkpoint-ahead``  every checkpoint in the
+2. ``entry-columns``  every entry body is stored as a BLOB
+3. ``entry-index``    the spans cover seqs 0..n-1 exactly once, in order, with well-typed columns
+4. ``entry-envelope`` the bytes are an entry of this version whose seq/run/task/kind match its span
+5. ``leaf-hash``      every leaf hash in a stored level-0 tile equals SHA-256(0x00 || stored bytes)
+6. ``node-hash`` / ``node-missing`` / ``node-extra``   every stored tile is recomputed, every full
+   tile is present and no tile lies outside the tree
+7. ``head-root`` / ``head-beyond-log`` / ``head-missing``  every recorded tree head is recomputed
+8. ``checkpoint-signature`` / ``checkpoint-root`` / ``checkpoint-ahead``  every checkpoint in the
    database and in the external checkpoint folder
-7. ``consistency``    with ``since``: the current tree extends the given checkpoint's tree
+9. ``consistency``    with ``since``: the current tree extends the given checkpoint's tree
 
 Integrity rests on the hashes of the stored bytes. The canonical form is enforced on append, so
-step 3 parses each entry with the C msgpack decoder but does not re-encode it; ``deep=True`` adds
-the full canonical re-encoding check.
+step 4 checks the envelope's trailing bytes (kind, run, seq, task, ts, v) against the span and
+parses an entry with the C msgpack decoder only when they do not have the usual layout;
+``deep=True`` decodes every entry with the full canonical re-encoding check.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import msgpack
 
 from ledger.errors import KeyMaterialError, MalformedInput, VerificationError
 from ledger.journal import merkle
-from ledger.journal.codec import FORMAT_VERSION, decode_entry, envelope_suffix
+from ledger.journal.codec import FORMAT_VERSION, _pack_uint, _suffix_parts, decode_entry
 from ledger.journal.store import Store
+from ledger.journal.tiles import HASH_SIZE, hash_pairs
 
 _sha256 = hashlib.sha256
 _V1 = b"\xa1v\x01"
@@ -45,81 +50,157 @@ def _check_envelope_slow(seq: int, body: bytes, run_b: bytes | None, task_b: byt
             fields = (d["seq"], d["run"], d["task"], d["kind"], d["v"] if type(d["v"]) is int else None)
         run, task, kind = (None if b is None else bytes(b).decode("utf-8") for b in (run_b, task_b, kind_b))
     except Exception as exc:
-        raise VerificationError("entry-envelope", f"entry bytes or row columns do not decode: {exc}",
+        raise VerificationError("entry-envelope", f"entry bytes or their span do not decode: {exc}",
                                 seq=seq) from exc
     if fields != (seq, run, task, kind, FORMAT_VERSION):
         raise VerificationError("entry-envelope",
-                                "entry bytes disagree with their row (seq/run/task/kind/v)",
+                                "entry bytes disagree with their span (seq/run/task/kind/v)",
                                 seq=seq, expected=str((seq, run, task, kind, FORMAT_VERSION)),
                                 computed=str(fields))
 
 
-def _check_nodes(store: Store, levels: list[bytearray], n: int) -> int:
-    """Compare the stored subtree hashes with the recomputed ones, level by level.
+class _Spans:
+    """Walks the span index alongside the entries and checks each entry's envelope against it."""
 
-    Each level is compared as one joined byte string; only on a mismatch is it walked node by
-    node to name the first bad one.
+    def __init__(self, rows: list[tuple[Any, ...]], deep: bool) -> None:
+        self._rows = rows
+        self._pos = 0
+        self._next = 0  # the first seq the next span must start at
+        self._deep = deep
+        self._span: tuple[int, bytes | None, bytes | None, bytes, bytes, bytes] = (-1, None, None, b"", b"", b"")
+
+    def _take(self) -> tuple[int, int, bytes | None, bytes | None, bytes]:
+        if self._pos >= len(self._rows):
+            raise VerificationError("entry-index", f"no span covers seq {self._next}", seq=self._next)
+        first, last, run_b, task_b, kind_b, types = self._rows[self._pos]
+        self._pos += 1
+        if first != self._next:
+            raise VerificationError("entry-index", f"span starts at {first!r}, expected {self._next}",
+                                    seq=self._next)
+        last_t, run_t, task_t, kind_t = str(types).split(",")
+        if (last_t != "integer" or kind_t != "text" or run_t not in ("text", "null")
+                or task_t not in ("text", "null") or last < first):
+            raise VerificationError("entry-index", f"span at {first} is malformed (last={last!r}, "
+                                    f"column types {types})", seq=first)
+        self._next = last + 1
+        return first, last, run_b, task_b, kind_b
+
+    def check(self, start: int, bodies: list[bytes]) -> None:
+        """Check the envelopes of entries start..start+len(bodies)-1."""
+        end = start + len(bodies)
+        seq = start
+        deep = self._deep
+        while seq < end:
+            if seq >= self._next:
+                _first, last, run_b, task_b, kind_b = self._take()
+                self._span = (last, run_b, task_b, kind_b, *_suffix_parts(run_b, task_b, kind_b))
+            last, run_b, task_b, kind_b, head, tail = self._span
+            stop = min(last + 1, end)
+            chunk = bodies[seq - start:stop - start]
+            # A canonical entry ends with <head><seq><tail><ts as uint64>\xa1v\x01.
+            pu = _pack_uint
+            if deep:
+                bad = list(range(seq, stop))
+            else:
+                bad = [s for s, b in enumerate(chunk, seq)
+                       if b[-12:-11] != b"\xcf" or b[-3:] != _V1 or not b.endswith(head + pu(s) + tail, 0, -12)]
+            for s in bad:
+                _check_envelope_slow(s, chunk[s - seq], run_b, task_b, kind_b, deep)
+            seq = stop
+
+    def finish(self, n: int) -> int:
+        if self._pos < len(self._rows):
+            first = self._rows[self._pos][0]
+            raise VerificationError("entry-index", f"span at {first!r} covers entries the log does not have",
+                                    seq=n)
+        if self._next != n:
+            raise VerificationError("entry-index", f"span ends at {self._next - 1} but the log holds {n} entries",
+                                    seq=min(self._next, n))
+        return len(self._rows)
+
+
+def _check_tiles(store: Store, levels: list[bytes], n: int) -> int:
+    """Compare the stored tiles with the recomputed tree, one tile level at a time.
+
+    Each level is compared as one joined byte string; only on a mismatch is it walked tile by
+    tile to name the first bad hash.
     """
-    bad = store.misfiled_node()
-    if bad is not None:
-        level, idx, htype = bad
-        seq = idx << level if isinstance(idx, int) and isinstance(level, int) and 0 <= level < 64 and idx >= 0 else None
-        raise VerificationError("node-hash", f"stored node ({level},{idx}) is a {htype}, not a hash", seq=seq)
-    stored_levels = store.node_levels()
-    for level in stored_levels:
-        if not 1 <= level < len(levels):
-            first = store.level_nodes(level)[0][0] if 0 <= level < 64 else 0
-            raise VerificationError("node-extra", f"stored node ({level},{first}) is outside the tree of {n} leaves",
-                                    seq=min(first << level, n) if 0 <= level < 64 and first >= 0 else n)
+    h = store.tile_height
+    width = 1 << h
+    tile_bytes = HASH_SIZE << h
+    expected: list[bytes] = []
+    while h * len(expected) < len(levels):
+        level = levels[h * len(expected)]
+        full = (len(level) // HASH_SIZE) >> h
+        if full == 0:
+            break
+        expected.append(level[:full * tile_bytes])
+    for tl in store.tile_levels():
+        if not isinstance(tl, int) or not 0 <= tl < len(expected):
+            rows = store.level_tiles(tl)
+            first = rows[0][0] if rows else 0
+            seq = (first << (h * tl + h)) if isinstance(tl, int) and isinstance(first, int) and 0 <= tl < 16 \
+                and first >= 0 else n
+            raise VerificationError("node-extra", f"stored tile ({tl!r},{first!r}) is outside the tree of {n} leaves "
+                                    f"(tiles of height {h}, as the journal's meta says)",
+                                    seq=min(seq, n))
     count = 0
-    for level in range(1, len(levels)):
-        rows = store.level_nodes(level)
-        want = levels[level]
-        want_count = len(want) // 32
-        if (len(rows) == want_count and (not rows or (rows[0][0] == 0 and rows[-1][0] == want_count - 1))
-                and b"".join([r[1] for r in rows]) == want):
-            count += want_count
+    for tl, want in enumerate(expected):
+        rows = store.level_tiles(tl)
+        full = len(want) // tile_bytes
+        shift = h * tl
+        roots = levels[shift + h][:full * HASH_SIZE]
+        if (len(rows) == full and rows[0][0] == 0 and rows[-1][0] == full - 1
+                and b"".join([r[1] for r in rows]) == want and b"".join([r[2] for r in rows]) == roots
+                and all(r[3] == "blob,blob" for r in rows)):
+            count += full
             continue
-        for pos, (idx, h) in enumerate(rows):
-            if idx >= want_count or idx < 0:
-                raise VerificationError("node-extra", f"stored node ({level},{idx}) covers leaves the log does not have",
-                                        seq=min(idx << level, n) if idx >= 0 else n)
+        check = "leaf-hash" if tl == 0 else "node-hash"
+        for pos, (idx, blob, top, types) in enumerate(rows):
+            if not isinstance(idx, int) or idx >= full or idx < 0:
+                raise VerificationError("node-extra", f"stored tile ({tl},{idx!r}) covers leaves the log does not have",
+                                        seq=min(idx << (shift + h), n) if isinstance(idx, int) and idx >= 0 else n)
             if idx != pos:
-                raise VerificationError("node-missing", f"tree node ({level},{pos}) is missing", seq=pos << level)
-            computed = bytes(want[32 * idx:32 * idx + 32])
-            if h != computed:
-                raise VerificationError("node-hash", f"stored node ({level},{idx}) does not match its leaves",
-                                        seq=idx << level, expected=bytes(h).hex(), computed=computed.hex())
-        missing = len(rows)
-        raise VerificationError("node-missing", f"tree node ({level},{missing}) is missing", seq=missing << level)
+                raise VerificationError("node-missing", f"tile ({tl},{pos}) is missing", seq=pos << (shift + h))
+            good = want[idx * tile_bytes:(idx + 1) * tile_bytes]
+            if types.split(",")[0] != "blob" or len(blob) != tile_bytes:
+                raise VerificationError(check, f"stored tile ({tl},{idx}) is malformed (stored as {types}, "
+                                        f"{len(blob)} bytes of hashes)", seq=idx << (shift + h))
+            if types.split(",")[1] != "blob" or len(top) != HASH_SIZE:
+                raise VerificationError("node-hash", f"stored root of tile ({tl},{idx}) is malformed (stored as "
+                                        f"{types}, {len(top)} bytes)", seq=idx << (shift + h))
+            if blob != good:
+                j = next(j for j in range(width) if blob[32 * j:32 * j + 32] != good[32 * j:32 * j + 32])
+                what = "leaf hash" if tl == 0 else "subtree hash"
+                raise VerificationError(check, f"stored {what} ({shift},{idx * width + j}) in tile ({tl},{idx}) "
+                                        "does not match the entries", seq=(idx * width + j) << shift,
+                                        expected=blob[32 * j:32 * j + 32].hex(), computed=good[32 * j:32 * j + 32].hex())
+            good_root = roots[idx * HASH_SIZE:(idx + 1) * HASH_SIZE]
+            if top != good_root:
+                raise VerificationError("node-hash", f"stored root of tile ({tl},{idx}) does not match the entries",
+                                        seq=idx << (shift + h), expected=top.hex(), computed=good_root.hex())
+        raise VerificationError("node-missing", f"tile ({tl},{len(rows)}) is missing", seq=len(rows) << (shift + h))
     return count
 
 
-def _levels_from_leaves(leaves: bytearray, n: int) -> list[bytearray]:
-    """All complete-subtree hashes, level by level, each level a packed bytearray."""
+def _levels_from_leaves(leaves: bytes) -> list[bytes]:
+    """All complete-subtree hashes, level by level, each level packed."""
     levels = [leaves]
     cur = leaves
-    count = n
-    while count >= 2:
-        nxt = bytearray()
-        pairs = count // 2
-        mv = memoryview(cur)
-        for i in range(pairs):
-            nxt += _sha256(b"\x01" + mv[64 * i:64 * i + 64]).digest()
-        levels.append(nxt)
-        cur = nxt
-        count = pairs
+    while len(cur) >= 2 * HASH_SIZE:
+        cur = hash_pairs(cur)
+        levels.append(cur)
     return levels
 
 
-def _fetch_from(levels: list[bytearray]) -> merkle.Fetch:
+def _fetch_from(levels: Sequence[bytes]) -> merkle.Fetch:
     """A node source over recomputed levels, for merkle.root and proofs."""
     def fetch(keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
         return {(lv, ix): bytes(levels[lv][32 * ix:32 * ix + 32]) for lv, ix in keys}
     return fetch
 
 
-def _root_from_levels(levels: list[bytearray], size: int) -> bytes:
+def _root_from_levels(levels: Sequence[bytes], size: int) -> bytes:
     if size == 0:
         return merkle.EMPTY_ROOT
     return merkle.root(size, _fetch_from(levels))
@@ -131,37 +212,34 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     """Verify every stored byte of the journal; return what was checked or raise."""
     heads = store.all_heads()
     total = store.entry_count()
-    misfiled = store.misfiled_rows()
+    misfiled = store.misfiled_body()
     if misfiled is not None:
-        raise VerificationError("entry-columns", f"entry row has columns of the wrong type ({misfiled[1]})",
+        raise VerificationError("entry-columns", f"entry body is stored as {misfiled[1]}, not a BLOB",
                                 seq=misfiled[0])
-    leaves = bytearray()
+    spans = _Spans(store.span_rows(), deep)
+    leaves: list[bytes] = []
     expected = 0
     sha = _sha256
-    suffix_of = envelope_suffix
-    for seq, leaf, body, run_b, task_b, kind_b in store.raw_rows():
-        if seq != expected:
-            raise VerificationError("entry-seq", "sequence numbers have a gap or are out of order",
-                                    seq=expected, computed=str(seq))
-        computed = sha(b"\x00" + body).digest()
-        if computed != leaf:
-            raise VerificationError("leaf-hash", "stored leaf hash does not match the entry bytes",
-                                    seq=seq, expected=bytes(leaf).hex(), computed=computed.hex())
-        # The indexed columns must agree with the bytes (or a query by run could hide an entry).
-        # Fast path: a canonical entry ends with <suffix><ts as uint64>\xa1v\x01; anything else
-        # (or deep=True) takes the full decode.
-        suffix = suffix_of(seq, run_b, task_b, kind_b)
-        if (deep or len(body) < 12 or body[-12] != 0xCF or not body.endswith(_V1)
-                or body[-12 - len(suffix):-12] != suffix):
-            _check_envelope_slow(seq, body, run_b, task_b, kind_b, deep)
-        leaves += computed
-        expected += 1
-        if progress is not None and expected % 100_000 == 0:
+    for chunk in store.body_rows():
+        m = len(chunk)
+        if chunk[0][0] != expected or chunk[-1][0] != expected + m - 1:
+            for offset, (seq, _body) in enumerate(chunk):
+                if seq != expected + offset:
+                    raise VerificationError("entry-seq", "sequence numbers have a gap or are out of order",
+                                            seq=expected + offset, computed=str(seq))
+        bodies = [r[1] for r in chunk]
+        hashed = b"".join([sha(b"\x00" + b).digest() for b in bodies])
+        spans.check(expected, bodies)
+        leaves.append(hashed)
+        expected += m
+        if progress is not None:
             progress(expected, total)
     n = expected
+    span_count = spans.finish(n)
 
-    levels = _levels_from_leaves(leaves, n)
-    node_count = _check_nodes(store, levels, n)
+    levels = _levels_from_leaves(b"".join(leaves))
+    del leaves
+    tile_count = _check_tiles(store, levels, n)
 
     prev = 0
     for size, root, rtype in heads:
@@ -182,7 +260,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                 seq=prev)
     current_root = _root_from_levels(levels, n)
     summary: dict[str, Any] = {"size": n, "root": current_root.hex(), "entries": n,
-                               "nodes": node_count, "heads": len(heads), "checkpoints": 0,
+                               "spans": span_count, "tiles": tile_count, "heads": len(heads), "checkpoints": 0,
                                "external_checkpoints": 0, "since": None, "deep": deep}
 
     stored_cps = store.checkpoints()
@@ -213,6 +291,10 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         return int(cp.size)
 
     latest_db = -1
+    misfiled_cp = store.misfiled_checkpoint()
+    if misfiled_cp is not None:
+        raise VerificationError("checkpoint-signature", f"checkpoint row {misfiled_cp[0]} holds a "
+                                f"{misfiled_cp[1]}, not a signed note", seq=max(misfiled_cp[0] - 1, 0))
     for size, note in stored_cps:
         got = check_cp(note, f"checkpoint {size} in the database")
         if got != size:

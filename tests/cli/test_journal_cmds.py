@@ -99,22 +99,35 @@ def test_proofs_verify_with_the_merkle_verifier(home: Path) -> None:
     assert run(home, "proof", "inclusion", "11", "--json")[0] == 2
 
 
-def test_verify_ok_then_tamper_exits_1_naming_check(home: Path) -> None:
-    """verify passes on an honest journal and names leaf-hash and seq after a flipped byte."""
-    populated(home, 6)
-    run(home, "checkpoint")
-    code, out, _ = run(home, "verify", "--json")
-    assert code == 0 and json.loads(out)["size"] == 6
-    db = sqlite3.connect(home / "journal.db")
+def _flip_ts_byte(db_path: Path, seq: int) -> None:
+    """Change one byte of an entry's timestamp in place (the triggers dropped first)."""
+    db = sqlite3.connect(db_path)
     db.execute("DROP TRIGGER entries_no_update")
-    body = bytearray(db.execute("SELECT body FROM entries WHERE seq = 4").fetchone()[0])
-    body[-3] ^= 1
-    db.execute("UPDATE entries SET body = ? WHERE seq = 4", (bytes(body),))
+    body = bytearray(db.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()[0])
+    body[-5] ^= 1  # inside the 8-byte ts value: the envelope still agrees with the span
+    db.execute("UPDATE entries SET body = ? WHERE seq = ?", (bytes(body), seq))
     db.commit()
     db.close()
+
+
+def test_verify_ok_then_tamper_exits_1_naming_check(home: Path, tmp_path: Path) -> None:
+    """verify passes on an honest journal; a flipped byte fails naming the check and seq."""
+    # With the default 16-hash tiles, entry 4 of 20 sits in a stored leaf tile (leaf-hash names
+    # it); entry 18 is in the partial tail, where only the tree head over it notices (head-root).
+    populated(home, 20)
+    run(home, "checkpoint")
+    code, out, _ = run(home, "verify", "--json")
+    assert code == 0 and json.loads(out)["size"] == 20 and json.loads(out)["tiles"] == 1
+    _flip_ts_byte(home / "journal.db", 4)
     code, _, err = run(home, "verify")
     assert code == 1
     assert "leaf-hash" in err and "seq=4" in err
+    tail = tmp_path / "tail"
+    populated(tail, 20)
+    _flip_ts_byte(tail / "journal.db", 18)
+    code, _, err = run(tail, "verify")
+    assert code == 1
+    assert "head-root" in err and "seq=19" in err
 
 
 def test_verify_never_writes(home: Path) -> None:
@@ -131,24 +144,29 @@ def test_verify_never_writes(home: Path) -> None:
 
 
 def test_since_detects_truncation(home: Path, tmp_path: Path) -> None:
-    """An external checkpoint newer than the log makes verify --since fail with consistency."""
-    populated(home, 6)
+    """A log cut back across a tile boundary verifies alone but fails --since with consistency."""
+    populated(home, 14)
     run(home, "checkpoint")
-    run(home, "append", "late", "--data", '{"n": 1}')
-    run(home, "append", "late", "--data", '{"n": 2}')
+    for n in range(4):  # 18 entries: the first 16-hash leaf tile is now full and stored
+        run(home, "append", "late", "--data", json.dumps({"n": n}))
     note = json.loads(run(home, "checkpoint", "--json")[1])["note"]
     kept = tmp_path / "kept.note"
     kept.write_text(note)
     db = sqlite3.connect(home / "journal.db")
-    for t in ("entries_no_delete", "nodes_no_delete", "heads_no_delete", "checkpoints_no_delete"):
-        db.execute(f"DROP TRIGGER {t}")
-    db.execute("DELETE FROM entries WHERE seq >= 6")
-    db.execute("DELETE FROM nodes WHERE ((idx + 1) << level) > 6")
-    db.execute("DELETE FROM heads WHERE size > 6")
-    db.execute("DELETE FROM checkpoints WHERE size > 6")
+    h = int(db.execute("SELECT value FROM meta WHERE key = 'tile_height'").fetchone()[0])
+    assert db.execute("SELECT level, idx FROM tiles").fetchall() == [(0, 0)]
+    assert db.execute("SELECT max(last) FROM spans WHERE first < 14").fetchone() == (13,)
+    for t in ("entries", "spans", "tiles", "heads", "checkpoints"):
+        db.execute(f"DROP TRIGGER {t}_no_delete")
+    db.execute("DELETE FROM entries WHERE seq >= 14")
+    db.execute("DELETE FROM spans WHERE first >= 14")
+    db.execute("DELETE FROM tiles WHERE ((idx + 1) << (? * (level + 1))) > 14", (h,))
+    db.execute("DELETE FROM heads WHERE size > 14")
+    db.execute("DELETE FROM checkpoints WHERE size > 14")
+    assert db.execute("SELECT count(*) FROM tiles").fetchone() == (0,)
     db.commit()
     db.close()
-    (home / "checkpoints" / "8.note").unlink()
+    (home / "checkpoints" / "18.note").unlink()
     assert run(home, "verify")[0] == 0  # the documented limit: no outside copy, no detection
     code, _, err = run(home, "verify", "--since", str(kept))
     assert code == 1 and "consistency" in err

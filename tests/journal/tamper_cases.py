@@ -5,12 +5,25 @@ batches of 1, 3, 4 and 4 (tree heads at sizes 1, 4, 8 and 12), with signed check
 and 12, each in the database and in ``checkpoints/<size>.note``. An auditor also kept a copy of the
 checkpoint at 12 (``Baseline.note12``) outside the ledger directory.
 
+The baseline is a format-2 journal created with ``tile_height=1`` (tiles of 2 hashes), so that 12
+entries already fill every tile level: level 0 holds 6 tiles (leaf hashes 0..11), level 1 holds 3
+(tree level 1, each covering 4 leaves) and level 2 holds 1 (tree level 2, covering leaves 0..7);
+tree level 3 has a single node, so no tile. A hash at position ``j`` of tile ``(k, t)`` is tree node
+``(k, 2t + j)``, and verify names it by its first leaf, ``(2t + j) << k``. The entries form 7 spans:
+``[0] [1-2] [3] [4-6] [7] [8-10] [11]`` (consecutive entries of one append with the same
+run/task/kind share a span).
+
 A case's ``mutate`` acts like an attacker with write access to the ledger directory: it edits the
 database with raw ``sqlite3`` (dropping the append-only triggers first, because triggers are a seat
 belt and not the security boundary) or edits the checkpoint files. ``check`` and ``seq`` say what
 ``Journal.verify`` must then report; ``check=None`` marks an attack that verify cannot see (the
 documented limit in docs/THREATS.md), and the test asserts that it passes. ``since=True`` runs
-verify with the auditor's external checkpoint.
+verify with the auditor's external checkpoint. ``bug`` marks a case verify gets wrong today (the
+test expects it to fail, strictly, so that a fix shows up).
+
+``WIDE_CASES`` repeat the tile attacks on a journal with the default tile height 4 and 300 entries
+(``build_wide``): 18 full level-0 tiles (leaves 0..287), one level-1 tile (tree level 4, leaves
+0..255), and a tail of 12 entries whose leaf hashes are stored nowhere.
 
 Proof cases (``PROOF_CASES``) corrupt a proof the journal produced and name the check that the
 RFC 6962 verifiers in ``ledger.journal.merkle`` must raise.
@@ -35,6 +48,7 @@ from ledger.journal.codec import encode_entry
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing
 from ledger.journal.note import Checkpoint, sign_checkpoint
+from ledger.journal.tiles import HASH_SIZE, TileEdge, subtree_root
 
 KEY_NAME = "eval-ledger/test-log"
 CLOCK_START = 1_700_000_000_000_000_000
@@ -53,9 +67,17 @@ def counter_clock(start: int = CLOCK_START) -> Callable[[], int]:
 BATCHES = (1, 3, 4, 4)
 SIZE = sum(BATCHES)  # 12
 CHECKPOINT_SIZES = (8, 12)
+TILE_HEIGHT = 1
+TILES_PER_LEVEL = (6, 3, 1)  # stored tiles of the baseline, by tile level
+SPANS = ((0, 0), (1, 2), (3, 3), (4, 6), (7, 7), (8, 10), (11, 11))  # (first, last) of the baseline
+
+WIDE_SIZE = 300
+WIDE_BATCH = 100  # heads at 100, 200, 300
+
 TRIGGERS = (
     "entries_append_only", "entries_no_update", "entries_no_delete",
-    "nodes_no_dup", "nodes_no_update", "nodes_no_delete",
+    "spans_append_only", "spans_no_update", "spans_no_delete",
+    "tiles_no_dup", "tiles_no_update", "tiles_no_delete",
     "heads_append_only", "heads_no_update", "heads_no_delete",
     "checkpoints_no_dup", "checkpoints_no_update", "checkpoints_no_delete",
 )
@@ -88,21 +110,185 @@ def flip_bit(blob: bytes, byte: int, bit: int = 0) -> bytes:
     return bytes(out)
 
 
-def entry_row(conn: sqlite3.Connection, seq: int) -> tuple[bytes, bytes, str | None, str | None, str]:
-    """(leaf, body, run, task, kind) of one stored entry."""
-    leaf, body, run, task, kind = conn.execute(
-        "SELECT leaf, body, run, task, kind FROM entries WHERE seq = ?", (seq,)).fetchone()
-    return bytes(leaf), bytes(body), run, task, kind
+def tile_height(conn: sqlite3.Connection) -> int:
+    """The tile height recorded in the journal's meta table."""
+    (value,) = conn.execute("SELECT value FROM meta WHERE key = 'tile_height'").fetchone()
+    return int(value)
+
+
+def span_of(conn: sqlite3.Connection, seq: int) -> tuple[str | None, str | None, str]:
+    """(run, task, kind) of the span row covering ``seq``."""
+    row = conn.execute("SELECT run, task, kind FROM spans WHERE first <= ? AND last >= ? "
+                       "ORDER BY first DESC LIMIT 1", (seq, seq)).fetchone()
+    assert row is not None, f"no span covers seq {seq}"
+    return row[0], row[1], row[2]
+
+
+def entry_row(conn: sqlite3.Connection, seq: int) -> tuple[bytes, str | None, str | None, str]:
+    """(body, run, task, kind) of one stored entry, the labels read from its span."""
+    (body,) = conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()
+    return (bytes(body), *span_of(conn, seq))
+
+
+def get_tile(conn: sqlite3.Connection, level: int, idx: int) -> bytes:
+    """The stored hashes of tile ``(level, idx)``."""
+    row = conn.execute("SELECT hashes FROM tiles WHERE level = ? AND idx = ?", (level, idx)).fetchone()
+    assert row is not None, f"no tile ({level},{idx})"
+    return bytes(row[0])
+
+
+def put_tile(conn: sqlite3.Connection, level: int, idx: int, hashes: bytes) -> None:
+    """Overwrite the stored tile ``(level, idx)`` (which must exist)."""
+    drop_triggers(conn, "tiles_no_update")
+    cur = conn.execute("UPDATE tiles SET hashes = ? WHERE level = ? AND idx = ?", (hashes, level, idx))
+    assert cur.rowcount == 1, f"no tile ({level},{idx})"
+
+
+def set_tile_hash(conn: sqlite3.Connection, level: int, idx: int, pos: int, value: bytes) -> None:
+    """Replace hash number ``pos`` of tile ``(level, idx)``."""
+    blob = get_tile(conn, level, idx)
+    off = HASH_SIZE * pos
+    put_tile(conn, level, idx, blob[:off] + value + blob[off + HASH_SIZE:])
+
+
+def set_leaf(conn: sqlite3.Connection, seq: int, leaf: bytes) -> bool:
+    """Store ``leaf`` as the leaf hash of ``seq`` in its level-0 tile; False if no full tile holds it."""
+    h = tile_height(conn)
+    idx, pos = seq >> h, seq & ((1 << h) - 1)
+    if conn.execute("SELECT 1 FROM tiles WHERE level = 0 AND idx = ?", (idx,)).fetchone() is None:
+        return False
+    set_tile_hash(conn, 0, idx, pos, leaf)
+    return True
+
+
+def write_spans(conn: sqlite3.Connection, spans: list[tuple[int, int, str | None, str | None, str]]) -> None:
+    """Replace the whole span index by ``spans``."""
+    drop_triggers(conn, "spans_no_delete", "spans_append_only")
+    conn.execute("DELETE FROM spans")
+    conn.executemany("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)", spans)
+
+
+def rebuild_spans(conn: sqlite3.Connection) -> None:
+    """Recompute the span index from the stored bodies (runs of equal run/task/kind coalesced)."""
+    spans: list[tuple[int, int, str | None, str | None, str]] = []
+    for seq, body in conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall():
+        d = msgpack.unpackb(bytes(body), raw=False)
+        labels = (d["run"], d["task"], d["kind"])
+        if spans and spans[-1][1] == seq - 1 and spans[-1][2:] == labels:
+            spans[-1] = (spans[-1][0], seq, *labels)
+        else:
+            spans.append((seq, seq, *labels))
+    write_spans(conn, spans)
+
+
+def insert_tile(conn: sqlite3.Connection, level: int, idx: int, hashes: bytes) -> None:
+    """Store a new tile, with its subtree root (``tiles.root``) computed from ``hashes``."""
+    root = subtree_root(hashes) if len(hashes) % HASH_SIZE == 0 and hashes else b"\x00" * HASH_SIZE
+    conn.execute("INSERT INTO tiles(level, idx, hashes, root) VALUES (?,?,?,?)", (level, idx, hashes, root))
+
+
+def _write_tiles(conn: sqlite3.Connection, tiles: list[tuple[Any, ...]], *, min_level: int = 0) -> None:
+    """Replace the tiles at levels >= ``min_level`` by ``tiles`` (``(level, idx, hashes, ...)``)."""
+    drop_triggers(conn, "tiles_no_delete", "tiles_no_dup")
+    conn.execute("DELETE FROM tiles WHERE level >= ?", (min_level,))
+    for level, idx, hashes, *_root in tiles:
+        if level >= min_level:
+            insert_tile(conn, level, idx, hashes)
+
+
+def rebuild_tree(conn: sqlite3.Connection, *, heads: bool = True) -> None:
+    """Recompute every tile (and, with ``heads``, every tree head) from the stored bodies.
+
+    This is a careful forger: after it the stored tree agrees with the bodies, and only the old
+    heads (``heads=False``) or a checkpoint can tell that the bodies changed.
+    """
+    h = tile_height(conn)
+    leaves = [merkle.leaf_hash(bytes(body))
+              for (body,) in conn.execute("SELECT body FROM entries ORDER BY seq").fetchall()]
+    head_rows = conn.execute("SELECT size, ts FROM heads ORDER BY size").fetchall()
+    edge = TileEdge.empty(h)
+    tiles: list[tuple[Any, ...]] = []
+    roots: dict[int, bytes] = {}
+    for size in [s for s, _ in head_rows if s <= len(leaves)] + [len(leaves)]:
+        edge, full = edge.extended(leaves[edge.size:size])
+        tiles += full
+        roots[size] = edge.root()
+    _write_tiles(conn, tiles)
+    if heads:
+        drop_triggers(conn, "heads_no_delete", "heads_append_only")
+        conn.execute("DELETE FROM heads")
+        conn.executemany("INSERT INTO heads(size, root, ts) VALUES (?,?,?)",
+                         [(s, roots[s], ts) for s, ts in head_rows])
+
+
+def restack_tiles(conn: sqlite3.Connection) -> None:
+    """Recompute every tile above level 0 from the stored level-0 tiles, whatever they hold."""
+    h = tile_height(conn)
+    blobs = [bytes(b) for (b,) in conn.execute("SELECT hashes FROM tiles WHERE level = 0 ORDER BY idx")]
+    packed = b"".join(blobs)
+    leaves = [packed[i:i + HASH_SIZE] for i in range(0, len(packed), HASH_SIZE)]
+    _edge, tiles = TileEdge.empty(h).extended(leaves)
+    _write_tiles(conn, tiles, min_level=1)
+
+
+def truncate_to(b: Baseline, size: int, *, checkpoint_rows: bool, checkpoint_files: bool) -> None:
+    """Roll the log back to ``size`` entries, consistently: entries, spans, tiles and heads beyond it go."""
+    with raw_db(b.db) as c:
+        drop_triggers(c)
+        h = tile_height(c)
+        c.execute("DELETE FROM entries WHERE seq >= ?", (size,))
+        c.execute("DELETE FROM spans WHERE first >= ?", (size,))
+        c.execute("UPDATE spans SET last = ? WHERE last >= ?", (size - 1, size))
+        # tile (level, idx) covers leaves up to ((idx + 1) << (h * (level + 1))) - 1
+        c.execute("DELETE FROM tiles WHERE ((idx + 1) << (? * (level + 1))) > ?", (h, size))
+        c.execute("DELETE FROM heads WHERE size > ?", (size,))
+        if checkpoint_rows:
+            c.execute("DELETE FROM checkpoints WHERE size > ?", (size,))
+    if checkpoint_files:
+        for path in b.folder.glob("*.note"):
+            if int(path.stem) > size:
+                path.unlink()
+
+
+def rewrite_entry(conn: sqlite3.Connection, seq: int, data: dict[str, Any], *, leaf: bool = True) -> None:
+    """Replace entry ``seq`` with a well-formed entry carrying other data.
+
+    With ``leaf`` its leaf hash in the level-0 tile is recomputed too (the tiles above are not).
+    """
+    body, run, task, kind = entry_row(conn, seq)
+    ts = msgpack.unpackb(body, raw=False)["ts"]
+    new = encode_entry(seq=seq, ts=ts, kind=kind, data=data, run=run, task=task)
+    conn.execute("DELETE FROM entries WHERE seq = ?", (seq,))
+    conn.execute("INSERT INTO entries(seq, body) VALUES (?,?)", (seq, new.raw))
+    if leaf:
+        assert set_leaf(conn, seq, new.leaf_hash)
+
+
+def replace_checkpoint_row(conn: sqlite3.Connection, size: int, note: str) -> None:
+    drop_triggers(conn)
+    conn.execute("UPDATE checkpoints SET note = ? WHERE size = ?", (note, size))
+
+
+def forge_signature(note: str) -> str:
+    """The note with one bit of its Ed25519 signature flipped (key ID intact)."""
+    text, _, sig_line = note.rpartition("\n\n")
+    prefix, _, b64 = sig_line.rstrip("\n").rpartition(" ")
+    blob = base64.b64decode(b64)
+    bad = flip_bit(blob, 10)  # inside the signature, after the 4-byte key ID
+    return f"{text}\n\n{prefix} {base64.b64encode(bad).decode('ascii')}\n"
+
+
+# --------------------------------------------------------------------------- the baselines
 
 
 def baseline_items() -> list[dict[str, Any]]:
-    """The 12 entries of the baseline journal (a small, plausible run)."""
+    """The 12 entries of the baseline journal (a small, plausible run of three tasks)."""
     items: list[dict[str, Any]] = [{"kind": "run.started", "data": {"config": {"tier": "smoke"}},
                                     "run": "run-a"}]
     for i in range(1, SIZE):
-        items.append({"kind": "agent.tool" if i % 3 else "task.result",
+        items.append({"kind": "task.result" if i % 4 == 3 else "agent.tool",
                       "data": {"i": i, "out": f"line {i}", "ok": i % 2 == 0},
-                      "run": "run-a", "task": f"task-{i % 4}"})
+                      "run": "run-a", "task": f"task-{i // 4}"})
     return items
 
 
@@ -124,10 +310,10 @@ class Baseline:
 
 def build_baseline(home: Path, keys: KeyRing, other_keys: KeyRing,
                    clock: Callable[[], int]) -> Baseline:
-    """Create the baseline journal in ``home`` and close it."""
+    """Create the baseline journal (tile height 1) in ``home`` and close it."""
     items = baseline_items()
     notes: dict[int, str] = {}
-    with Journal.open(home / "journal.db", create=True, clock=clock) as j:
+    with Journal.open(home / "journal.db", create=True, clock=clock, tile_height=TILE_HEIGHT) as j:
         start = 0
         for n in BATCHES:
             j.append_many(items[start:start + n])
@@ -137,131 +323,153 @@ def build_baseline(home: Path, keys: KeyRing, other_keys: KeyRing,
     return Baseline(home, home / "journal.db", keys, other_keys, notes[8], notes[12])
 
 
-# --------------------------------------------------------------------------- attacker tools
+def build_wide(home: Path, clock: Callable[[], int]) -> Path:
+    """A journal of ``WIDE_SIZE`` entries with the default tile height, closed; returns its path."""
+    db = home / "journal.db"
+    with Journal.open(db, create=True, clock=clock) as j:
+        for start in range(0, WIDE_SIZE, WIDE_BATCH):
+            j.append_many([{"kind": "agent.tool", "data": {"i": i, "out": f"line {i}"},
+                            "run": "run-w", "task": f"task-{i // 10}"}
+                           for i in range(start, start + WIDE_BATCH)])
+    return db
 
 
-def truncate_to(b: Baseline, size: int, *, checkpoint_rows: bool, checkpoint_files: bool) -> None:
-    """Roll the log back to ``size`` entries, consistently: entries, nodes and heads beyond it go."""
-    with raw_db(b.db) as c:
-        drop_triggers(c)
-        c.execute("DELETE FROM entries WHERE seq >= ?", (size,))
-        c.execute("DELETE FROM nodes WHERE ((idx + 1) << level) > ?", (size,))
-        c.execute("DELETE FROM heads WHERE size > ?", (size,))
-        if checkpoint_rows:
-            c.execute("DELETE FROM checkpoints WHERE size > ?", (size,))
-    if checkpoint_files:
-        for path in b.folder.glob("*.note"):
-            if int(path.stem) > size:
-                path.unlink()
+# --------------------------------------------------------------------------- attacks on the database
+#
+# Each factory returns ``mutate(db)``; the journal cases wrap it with ``_on_db``.
+
+DbMutation = Callable[[Path], None]
 
 
-def rebuild_tree(conn: sqlite3.Connection) -> None:
-    """Recompute every leaf hash, tree node and head from the stored bodies (a careful forger)."""
-    rows = conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall()
-    leaves = [merkle.leaf_hash(bytes(body)) for _, body in rows]
-    for (seq, _), leaf in zip(rows, leaves, strict=True):
-        conn.execute("UPDATE entries SET leaf = ? WHERE seq = ?", (leaf, seq))
-    sizes = [s for (s,) in conn.execute("SELECT size FROM heads ORDER BY size")]
-    conn.execute("DELETE FROM nodes")
-    conn.execute("DELETE FROM heads")
-    tree = merkle.MemoryNodes(leaves)
-    conn.executemany("INSERT INTO nodes(level, idx, hash) VALUES (?,?,?)",
-                     [(lv, ix, h) for (lv, ix), h in tree.nodes().items() if lv >= 1])
-    conn.executemany("INSERT INTO heads(size, root, ts) VALUES (?,?,0)",
-                     [(s, tree.root(s)) for s in sizes])
+def _on_db(mutate: DbMutation) -> Callable[[Baseline], None]:
+    def run(b: Baseline) -> None:
+        mutate(b.db)
+    return run
 
 
-def rewrite_entry(conn: sqlite3.Connection, seq: int, data: dict[str, Any]) -> None:
-    """Replace entry ``seq`` with a well-formed entry carrying other data (leaf hash recomputed)."""
-    _, body, run, task, kind = entry_row(conn, seq)
-    ts = msgpack.unpackb(body, raw=False)["ts"]
-    new = encode_entry(seq=seq, ts=ts, kind=kind, data=data, run=run, task=task)
-    conn.execute("DELETE FROM entries WHERE seq = ?", (seq,))
-    conn.execute("INSERT INTO entries(seq, leaf, body, run, task, kind) VALUES (?,?,?,?,?,?)",
-                 (seq, merkle.leaf_hash(new.raw), new.raw, run, task, kind))
+def _flip_entry_data(seq: int) -> DbMutation:
+    """One bit of entry ``seq``'s data (its ``line <seq>`` string) flipped; the envelope stays intact."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            body = entry_row(c, seq)[0]
+            at = body.index(f"line {seq}".encode())
+            c.execute("UPDATE entries SET body = ? WHERE seq = ?", (flip_bit(body, at), seq))
+    return mutate
 
 
-def replace_checkpoint_row(conn: sqlite3.Connection, size: int, note: str) -> None:
-    drop_triggers(conn)
-    conn.execute("UPDATE checkpoints SET note = ? WHERE size = ?", (note, size))
+def _flip_tile_hash(level: int, idx: int, pos: int) -> DbMutation:
+    """One bit of hash ``pos`` in tile ``(level, idx)`` flipped."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            blob = get_tile(c, level, idx)
+            put_tile(c, level, idx, flip_bit(blob, HASH_SIZE * pos + HASH_SIZE - 1, 7))
+    return mutate
 
 
-def forge_signature(note: str) -> str:
-    """The note with one bit of its Ed25519 signature flipped (key ID intact)."""
-    text, _, sig_line = note.rpartition("\n\n")
-    prefix, _, b64 = sig_line.rstrip("\n").rpartition(" ")
-    blob = base64.b64decode(b64)
-    bad = flip_bit(blob, 10)  # inside the signature, after the 4-byte key ID
-    return f"{text}\n\n{prefix} {base64.b64encode(bad).decode('ascii')}\n"
+def _delete_tile(level: int, idx: int) -> DbMutation:
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            assert c.execute("DELETE FROM tiles WHERE level = ? AND idx = ?", (level, idx)).rowcount == 1
+    return mutate
+
+
+def _insert_tile(level: int, idx: int) -> DbMutation:
+    """A well-sized tile of zero hashes stored at ``(level, idx)`` (no trigger forbids a new tile)."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            insert_tile(c, level, idx, b"\x00" * (HASH_SIZE << tile_height(c)))
+    return mutate
+
+
+def _edit_tile_sql(level: int, idx: int, expr: str) -> DbMutation:
+    """Tile ``(level, idx)`` set to the SQL expression ``expr`` of its hashes (retyped, resized)."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            cur = c.execute(f"UPDATE tiles SET hashes = {expr} WHERE level = ? AND idx = ?", (level, idx))
+            assert cur.rowcount == 1
+    return mutate
+
+
+def _edit_tile_root_sql(level: int, idx: int, expr: str) -> DbMutation:
+    """The stored subtree root (``tiles.root``) of tile ``(level, idx)`` set to the SQL expression ``expr``."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            cur = c.execute(f"UPDATE tiles SET root = {expr} WHERE level = ? AND idx = ?", (level, idx))
+            assert cur.rowcount == 1
+    return mutate
+
+
+def _flip_tile_root(level: int, idx: int) -> DbMutation:
+    """One bit of the stored subtree root (``tiles.root``) of tile ``(level, idx)`` flipped."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            (root,) = c.execute("SELECT root FROM tiles WHERE level = ? AND idx = ?", (level, idx)).fetchone()
+            c.execute("UPDATE tiles SET root = ? WHERE level = ? AND idx = ?", (flip_bit(root, 0), level, idx))
+    return mutate
+
+
+def _edit_span_sql(first: int, assignment: str) -> DbMutation:
+    """The span row starting at ``first`` edited by an SQL ``SET`` clause."""
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            drop_triggers(c)
+            assert c.execute(f"UPDATE spans SET {assignment} WHERE first = ?", (first,)).rowcount == 1
+    return mutate
+
+
+def _set_tile_height(height: int) -> DbMutation:
+    def mutate(db: Path) -> None:
+        with raw_db(db) as c:
+            c.execute("UPDATE meta SET value = ? WHERE key = 'tile_height'", (str(height),))
+    return mutate
 
 
 # --------------------------------------------------------------------------- the journal cases
 
 
-def _flipped_bit_entry(b: Baseline) -> None:
+def _flipped_bit_entry_version(b: Baseline) -> None:
+    """A bit flipped in the envelope's trailing ``v`` key: the bytes are no longer an entry of v1."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        _, body, *_ = entry_row(c, 5)
+        body = entry_row(c, 5)[0]
         c.execute("UPDATE entries SET body = ? WHERE seq = 5", (flip_bit(body, len(body) - 2),))
 
 
 def _short_body_leaf_recomputed(b: Baseline) -> None:
-    """Entry 5's bytes cut to 3 bytes with a matching leaf hash: not an entry at all."""
+    """Entry 5's bytes cut to 3 bytes with a matching leaf hash in its tile: not an entry at all."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        c.execute("UPDATE entries SET body = ?, leaf = ? WHERE seq = 5",
-                  (b"\x81\xa0\xc0", merkle.leaf_hash(b"\x81\xa0\xc0")))
-
-
-def _flipped_bit_leaf_hash(b: Baseline) -> None:
-    with raw_db(b.db) as c:
-        drop_triggers(c)
-        leaf, *_ = entry_row(c, 5)
-        c.execute("UPDATE entries SET leaf = ? WHERE seq = 5", (flip_bit(leaf, 31, 7),))
-
-
-def _flipped_bit_node(b: Baseline) -> None:
-    with raw_db(b.db) as c:
-        drop_triggers(c)
-        (h,) = c.execute("SELECT hash FROM nodes WHERE level = 1 AND idx = 2").fetchone()
-        c.execute("UPDATE nodes SET hash = ? WHERE level = 1 AND idx = 2", (flip_bit(h, 0),))
-
-
-def _flipped_bit_head_root(b: Baseline) -> None:
-    with raw_db(b.db) as c:
-        drop_triggers(c)
-        (r,) = c.execute("SELECT root FROM heads WHERE size = 4").fetchone()
-        c.execute("UPDATE heads SET root = ? WHERE size = 4", (flip_bit(r, 3),))
+        c.execute("UPDATE entries SET body = ? WHERE seq = 5", (b"\x81\xa0\xc0",))
+        assert set_leaf(c, 5, merkle.leaf_hash(b"\x81\xa0\xc0"))
 
 
 def _swapped_entries(b: Baseline) -> None:
-    """Rows 3 and 4 trade bodies and leaf hashes (and their indexed columns)."""
+    """Rows 3 and 4 trade bodies and their leaf hashes in the level-0 tiles (spans left alone)."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        r3, r4 = entry_row(c, 3), entry_row(c, 4)
-        for seq, (leaf, body, run, task, kind) in ((3, r4), (4, r3)):
-            c.execute("UPDATE entries SET leaf=?, body=?, run=?, task=?, kind=? WHERE seq=?",
-                      (leaf, body, run, task, kind, seq))
+        b3, b4 = entry_row(c, 3)[0], entry_row(c, 4)[0]
+        for seq, body in ((3, b4), (4, b3)):
+            c.execute("UPDATE entries SET body = ? WHERE seq = ?", (body, seq))
+            assert set_leaf(c, seq, merkle.leaf_hash(body))
 
 
 def _reordered_entries(b: Baseline) -> None:
-    """Entries 3 and 4 trade places and are re-encoded with each other's seq, leaves recomputed."""
+    """Entries 3 and 4 trade places, re-encoded with each other's seq; spans and leaves recomputed."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        bodies = {s: msgpack.unpackb(entry_row(c, s)[1], raw=False) for s in (3, 4)}
+        bodies = {s: msgpack.unpackb(entry_row(c, s)[0], raw=False) for s in (3, 4)}
         for seq, other in ((3, 4), (4, 3)):
             d = bodies[other]
             e = encode_entry(seq=seq, ts=d["ts"], kind=d["kind"], data=d["data"], run=d["run"],
                              task=d["task"])
-            c.execute("UPDATE entries SET leaf=?, body=?, run=?, task=?, kind=? WHERE seq=?",
-                      (e.leaf_hash, e.raw, e.run, e.task, e.kind, seq))
-
-
-def _relabelled_run_column(b: Baseline) -> None:
-    """The indexed run column of one row now names another run (filters would misattribute it)."""
-    with raw_db(b.db) as c:
-        drop_triggers(c)
-        c.execute("UPDATE entries SET run = 'run-b' WHERE seq = 6")
+            c.execute("UPDATE entries SET body = ? WHERE seq = ?", (e.raw, seq))
+            assert set_leaf(c, seq, e.leaf_hash)
+        rebuild_spans(c)
 
 
 def _deleted_tail_no_external(b: Baseline) -> None:
@@ -278,26 +486,36 @@ def _deleted_middle_entry(b: Baseline) -> None:
         c.execute("DELETE FROM entries WHERE seq = 5")
 
 
+EDITED = {"i": 5, "out": "edited after the fact", "ok": True}
+
+
 def _reinserted_entry(b: Baseline) -> None:
+    """Entry 5 deleted and re-inserted with other data, its leaf hash updated in the level-0 tile."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        rewrite_entry(c, 5, {"i": 5, "out": "edited after the fact", "ok": True})
+        rewrite_entry(c, 5, EDITED)
 
 
 def _reinserted_entry_stale_leaf(b: Baseline) -> None:
-    """The changed body is re-inserted but keeps the old leaf hash."""
+    """The changed body is re-inserted but its level-0 tile keeps the old leaf hash."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        old_leaf, *_ = entry_row(c, 5)
-        rewrite_entry(c, 5, {"i": 5, "out": "edited after the fact", "ok": True})
-        c.execute("UPDATE entries SET leaf = ? WHERE seq = 5", (old_leaf,))
+        rewrite_entry(c, 5, EDITED, leaf=False)
+
+
+def _rewritten_entry_tiles_recomputed(b: Baseline) -> None:
+    """Entry 5 rewritten and every tile recomputed from the bodies; the recorded heads left alone."""
+    with raw_db(b.db) as c:
+        drop_triggers(c)
+        rewrite_entry(c, 5, EDITED)
+        rebuild_tree(c, heads=False)
 
 
 def _rewritten_history_recomputed_tree(b: Baseline) -> None:
-    """Entry 5 rewritten and every leaf, node and head recomputed; checkpoints left alone."""
+    """Entry 5 rewritten and every tile and head recomputed; checkpoints left alone."""
     with raw_db(b.db) as c:
         drop_triggers(c)
-        rewrite_entry(c, 5, {"i": 5, "out": "edited after the fact", "ok": True})
+        rewrite_entry(c, 5, EDITED)
         rebuild_tree(c)
 
 
@@ -310,15 +528,18 @@ def _rewritten_history_checkpoints_removed(b: Baseline) -> None:
         path.unlink()
 
 
-def _deleted_node(b: Baseline) -> None:
+def _upper_tiles_recomputed_from_tampered_leaf(b: Baseline) -> None:
+    """Leaf hash 5 flipped in its level-0 tile and every tile above recomputed to agree with it."""
+    _flip_tile_hash(0, 2, 1)(b.db)
+    with raw_db(b.db) as c:
+        restack_tiles(c)
+
+
+def _flipped_bit_head_root(b: Baseline) -> None:
     with raw_db(b.db) as c:
         drop_triggers(c)
-        c.execute("DELETE FROM nodes WHERE level = 2 AND idx = 1")
-
-
-def _extra_node(b: Baseline) -> None:
-    with raw_db(b.db) as c:
-        c.execute("INSERT INTO nodes(level, idx, hash) VALUES (4, 0, ?)", (b"\x00" * 32,))
+        (r,) = c.execute("SELECT root FROM heads WHERE size = 4").fetchone()
+        c.execute("UPDATE heads SET root = ? WHERE size = 4", (flip_bit(r, 3),))
 
 
 def _deleted_latest_head(b: Baseline) -> None:
@@ -327,12 +548,45 @@ def _deleted_latest_head(b: Baseline) -> None:
         c.execute("DELETE FROM heads WHERE size = 12")
 
 
+def _entry_12() -> tuple[bytes, tuple[int, int, str | None, str | None, str]]:
+    e = encode_entry(seq=12, ts=0, kind="agent.tool", data={"i": 12}, run="run-a")
+    return e.raw, (12, 12, e.run, e.task, e.kind)
+
+
 def _appended_outside_transaction(b: Baseline) -> None:
-    """A well-formed entry 12 inserted by hand, without the tree head an append would record."""
+    """A well-formed entry 12 and its span inserted by hand (the triggers allow it), with no tree head."""
+    raw, span = _entry_12()
     with raw_db(b.db) as c:
-        e = encode_entry(seq=12, ts=0, kind="agent.tool", data={"i": 12}, run="run-a")
-        c.execute("INSERT INTO entries(seq, leaf, body, run, task, kind) VALUES (?,?,?,?,?,?)",
-                  (12, e.leaf_hash, e.raw, e.run, e.task, e.kind))
+        c.execute("INSERT INTO entries(seq, body) VALUES (?,?)", (12, raw))
+        c.execute("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)", span)
+
+
+def _appended_without_span(b: Baseline) -> None:
+    """A well-formed entry 12 inserted by hand with no span row and no tree head."""
+    raw, _span = _entry_12()
+    with raw_db(b.db) as c:
+        c.execute("INSERT INTO entries(seq, body) VALUES (?,?)", (12, raw))
+
+
+def _deleted_span(b: Baseline) -> None:
+    """The span row of entries 4..6 deleted: a gap in the index (filters would lose them)."""
+    with raw_db(b.db) as c:
+        drop_triggers(c)
+        assert c.execute("DELETE FROM spans WHERE first = 4").rowcount == 1
+
+
+def _overlapping_span(b: Baseline) -> None:
+    """A second span row for entries 5..6, with the right labels, overlapping the span 4..6."""
+    with raw_db(b.db) as c:
+        drop_triggers(c)
+        run, task, kind = span_of(c, 5)
+        c.execute("INSERT INTO spans(first, last, run, task, kind) VALUES (5, 6, ?, ?, ?)", (run, task, kind))
+
+
+def _extra_span_row(b: Baseline) -> None:
+    """A span row for a seq 12 the log does not have."""
+    with raw_db(b.db) as c:
+        c.execute("INSERT INTO spans(first, last, run, task, kind) VALUES (12, 12, 'run-a', NULL, 'run.finished')")
 
 
 def _forged_checkpoint_signature(b: Baseline) -> None:
@@ -402,17 +656,69 @@ class TamperCase:
     seq: int | None = None
     since: bool = False  # verify with the auditor's external checkpoint (size 12)
     size_after: int = SIZE  # the size verify reports when it passes
+    bug: str | None = None  # verify mishandles this case today (see the reason)
 
 
+# Bytes stored as TEXT that are not UTF-8: Python's sqlite3 cannot read such a value back as str.
 CASES: tuple[TamperCase, ...] = (
-    TamperCase("flipped-bit-entry", _flipped_bit_entry, "leaf-hash", 5),
+    # --- entry bytes
+    TamperCase("flipped-bit-entry", _on_db(_flip_entry_data(5)), "leaf-hash", 5),
+    TamperCase("flipped-bit-entry-version", _flipped_bit_entry_version, "entry-envelope", 5),
     TamperCase("short-body-leaf-recomputed", _short_body_leaf_recomputed, "entry-envelope", 5),
-    TamperCase("flipped-bit-leaf-hash", _flipped_bit_leaf_hash, "leaf-hash", 5),
-    TamperCase("flipped-bit-node", _flipped_bit_node, "node-hash", 4),
-    TamperCase("flipped-bit-head-root", _flipped_bit_head_root, "head-root", 3),
     TamperCase("swapped-entries", _swapped_entries, "entry-envelope", 3),
+    # node (1,1), leaves 2..3, still hashes the old order
     TamperCase("reordered-entries-reencoded", _reordered_entries, "node-hash", 2),
-    TamperCase("relabelled-run-column", _relabelled_run_column, "entry-envelope", 6),
+    TamperCase("deleted-middle-entry", _deleted_middle_entry, "entry-seq", 5),
+    # node (1,2), leaves 4..5, in tile (1,1) still hashes the old leaf 5
+    TamperCase("reinserted-entry-after-dropping-triggers", _reinserted_entry, "node-hash", 4),
+    TamperCase("reinserted-entry-stale-leaf", _reinserted_entry_stale_leaf, "leaf-hash", 5),
+    TamperCase("appended-outside-transaction", _appended_outside_transaction, "head-missing", 12),
+    TamperCase("appended-without-span", _appended_without_span, "entry-index", 12),
+    # --- stored tree: tiles and heads (baseline tiles: level 0 idx 0..5, level 1 idx 0..2, level 2 idx 0)
+    TamperCase("flipped-bit-leaf-hash", _on_db(_flip_tile_hash(0, 2, 1)), "leaf-hash", 5),
+    TamperCase("flipped-bit-node", _on_db(_flip_tile_hash(1, 1, 0)), "node-hash", 4),
+    TamperCase("flipped-bit-node-level-2", _on_db(_flip_tile_hash(2, 0, 1)), "node-hash", 4),
+    TamperCase("upper-tiles-recomputed-from-tampered-leaf", _upper_tiles_recomputed_from_tampered_leaf,
+               "leaf-hash", 5),
+    # tiles.root caches the root of each tile's subtree (the store derives the right edge from it)
+    TamperCase("flipped-bit-tile-root", _on_db(_flip_tile_root(0, 5)), "node-hash", 10),
+    TamperCase("flipped-bit-node-tile-root", _on_db(_flip_tile_root(1, 1)), "node-hash", 4),
+    TamperCase("deleted-tile", _on_db(_delete_tile(1, 1)), "node-missing", 4),
+    TamperCase("deleted-last-leaf-tile", _on_db(_delete_tile(0, 5)), "node-missing", 10),
+    TamperCase("extra-tile", _on_db(_insert_tile(2, 1)), "node-extra", 8),  # would cover leaves 8..15
+    # tree level 3 has one node, so no full tile; a tile there would cover leaves 0..15
+    TamperCase("tile-beyond-tree-level", _on_db(_insert_tile(3, 0)), "node-extra", 0),
+    TamperCase("leaf-tile-short", _on_db(_edit_tile_sql(0, 2, "substr(hashes, 1, 63)")), "leaf-hash", 4),
+    TamperCase("node-tile-long", _on_db(_edit_tile_sql(1, 1, "CAST(hashes || X'00' AS BLOB)")), "node-hash", 4),
+    # A journal read with another tile height: its stored tiles no longer fit the tree's shape.
+    TamperCase("tile-height-changed-1-to-2", _on_db(_set_tile_height(2)), "node-extra", 0),
+    TamperCase("tile-height-changed-1-to-4", _on_db(_set_tile_height(4)), "node-extra", 0),
+    TamperCase("flipped-bit-head-root", _flipped_bit_head_root, "head-root", 3),
+    TamperCase("deleted-latest-head", _deleted_latest_head, "head-missing", 8),
+    # --- span index (baseline spans: [0] [1-2] [3] [4-6] [7] [8-10] [11])
+    TamperCase("relabelled-span-run", _on_db(_edit_span_sql(4, "run = 'run-b'")), "entry-envelope", 4),
+    TamperCase("relabelled-span-task", _on_db(_edit_span_sql(8, "task = 'task-9'")), "entry-envelope", 8),
+    # a tool call relabelled as the end of the run (run-level projections read kinds from spans)
+    TamperCase("relabelled-span-kind", _on_db(_edit_span_sql(4, "kind = 'run.finished'")),
+               "entry-envelope", 4),
+    TamperCase("span-gap", _deleted_span, "entry-index", 4),
+    # verify names the first seq after the span it walked (7), not the doubly covered 5
+    TamperCase("span-overlap", _overlapping_span, "entry-index", 7),
+    TamperCase("span-beyond-log", _on_db(_edit_span_sql(11, "last = 12")), "entry-index", 12),
+    TamperCase("span-row-beyond-log", _extra_span_row, "entry-index", 12),
+    TamperCase("span-last-before-first", _on_db(_edit_span_sql(4, "last = 3")), "entry-index", 4),
+    TamperCase("span-last-as-text", _on_db(_edit_span_sql(4, "last = 'six'")), "entry-index", 4),
+    TamperCase("span-run-as-blob", _on_db(_edit_span_sql(4, "run = CAST(run AS BLOB)")), "entry-index", 4),
+    # --- rewritten history: only heads, checkpoints or an auditor's checkpoint can tell
+    TamperCase("rewritten-entry-tiles-recomputed", _rewritten_entry_tiles_recomputed, "head-root", 7),
+    TamperCase("rewritten-history-recomputed-tree", _rewritten_history_recomputed_tree,
+               "checkpoint-root", 7),
+    # Again only an external checkpoint exposes a rewrite whose forger deleted every checkpoint.
+    TamperCase("rewritten-history-checkpoints-removed", _rewritten_history_checkpoints_removed,
+               None),
+    TamperCase("rewritten-history-auditor-checkpoint", _rewritten_history_checkpoints_removed,
+               "consistency", 11, since=True),
+    # --- deleted tail
     # The documented limit: a consistent truncation with every later checkpoint destroyed is
     # invisible without a checkpoint kept outside the ledger directory.
     TamperCase("deleted-tail-no-external-checkpoint", _deleted_tail_no_external, None,
@@ -421,20 +727,7 @@ CASES: tuple[TamperCase, ...] = (
                "checkpoint-ahead", 8),
     TamperCase("deleted-tail-auditor-checkpoint", _deleted_tail_no_external, "consistency", 8,
                since=True),
-    TamperCase("deleted-middle-entry", _deleted_middle_entry, "entry-seq", 5),
-    TamperCase("reinserted-entry-after-dropping-triggers", _reinserted_entry, "node-hash", 4),
-    TamperCase("reinserted-entry-stale-leaf", _reinserted_entry_stale_leaf, "leaf-hash", 5),
-    TamperCase("rewritten-history-recomputed-tree", _rewritten_history_recomputed_tree,
-               "checkpoint-root", 7),
-    # Again only an external checkpoint exposes a rewrite whose forger deleted every checkpoint.
-    TamperCase("rewritten-history-checkpoints-removed", _rewritten_history_checkpoints_removed,
-               None),
-    TamperCase("rewritten-history-auditor-checkpoint", _rewritten_history_checkpoints_removed,
-               "consistency", 11, since=True),
-    TamperCase("deleted-node", _deleted_node, "node-missing", 4),
-    TamperCase("extra-node", _extra_node, "node-extra", 0),
-    TamperCase("deleted-latest-head", _deleted_latest_head, "head-missing", 8),
-    TamperCase("appended-outside-transaction", _appended_outside_transaction, "head-missing", 12),
+    # --- checkpoints
     TamperCase("forged-checkpoint-signature", _forged_checkpoint_signature,
                "checkpoint-signature"),
     TamperCase("forged-checkpoint-body", _forged_checkpoint_body, "checkpoint-signature"),
@@ -449,20 +742,56 @@ CASES: tuple[TamperCase, ...] = (
     TamperCase("stale-checkpoint-as-current", _stale_checkpoint_as_current,
                "checkpoint-missing", 12),
     TamperCase("malformed-checkpoint-file", _malformed_checkpoint_file, "checkpoint-signature"),
-    # Type confusion: the same bytes, or a look-alike, stored with another SQLite type.
+    # --- type confusion: the same bytes, or a look-alike, stored with another SQLite type
     TamperCase("entry-body-as-text", _retyped("entries", "body", "seq = 5", "CAST(body AS TEXT)"),
-               "entry-columns", 5),
-    TamperCase("entry-leaf-as-text", _retyped("entries", "leaf", "seq = 5", "hex(leaf)"),
                "entry-columns", 5),
     TamperCase("entry-body-as-integer", _retyped("entries", "body", "seq = 5", "42"),
                "entry-columns", 5),
-    TamperCase("node-hash-as-text", _retyped("nodes", "hash", "level = 1 AND idx = 2", "hex(hash)"),
-               "node-hash", 4),
+    TamperCase("leaf-tile-as-text", _on_db(_edit_tile_sql(0, 2, "hex(hashes)")), "leaf-hash", 4),
+    TamperCase("leaf-tile-as-raw-text", _on_db(_edit_tile_sql(0, 2, "CAST(hashes AS TEXT)")),
+               "leaf-hash", 4),
+    TamperCase("node-tile-as-text", _on_db(_edit_tile_sql(1, 1, "hex(hashes)")), "node-hash", 4),
+    TamperCase("tile-root-as-text", _on_db(_edit_tile_root_sql(1, 1, "hex(root)")), "node-hash", 4),
     TamperCase("head-root-as-text", _retyped("heads", "root", "size = 4", "hex(root)"),
                "head-root", 3),
     TamperCase("checkpoint-note-as-blob",
                _retyped("checkpoints", "note", "size = 8", "CAST(note AS BLOB)"),
                "checkpoint-signature"),
+    TamperCase("checkpoint-note-not-utf8",
+               _retyped("checkpoints", "note", "size = 8", "CAST(CAST(note AS BLOB) || X'ff' AS TEXT)"),
+               "checkpoint-signature"),
+)
+
+
+# --------------------------------------------------------------------------- tile cases at the default height
+
+
+@dataclass(frozen=True)
+class TileCase:
+    """A tile attack on the ``build_wide`` journal (tile height 4, 300 entries)."""
+
+    name: str
+    mutate: DbMutation
+    check: str
+    seq: int
+
+
+# Hash j of tile (k, t) is tree node (4k, 16t + j); verify names its first leaf, (16t + j) << 4k.
+WIDE_CASES: tuple[TileCase, ...] = (
+    TileCase("wide-flipped-bit-entry", _flip_entry_data(5), "leaf-hash", 5),
+    # entry 295 is in the tail (leaves 288..299): no stored leaf hash, so only the head can tell
+    TileCase("wide-flipped-bit-tail-entry", _flip_entry_data(295), "head-root", 299),
+    TileCase("wide-flipped-bit-leaf-hash", _flip_tile_hash(0, 5, 3), "leaf-hash", 83),
+    TileCase("wide-flipped-bit-node", _flip_tile_hash(1, 0, 7), "node-hash", 112),
+    # tile (0,17)'s root is one of the two level-4 hashes the right edge is derived from
+    TileCase("wide-flipped-bit-tile-root", _flip_tile_root(0, 17), "node-hash", 272),
+    TileCase("wide-deleted-leaf-tile", _delete_tile(0, 5), "node-missing", 80),
+    TileCase("wide-deleted-node-tile", _delete_tile(1, 0), "node-missing", 0),
+    TileCase("wide-extra-leaf-tile", _insert_tile(0, 18), "node-extra", 288),
+    TileCase("wide-extra-node-tile", _insert_tile(1, 1), "node-extra", 256),
+    TileCase("wide-tile-beyond-tree-level", _insert_tile(2, 0), "node-extra", 0),
+    TileCase("wide-leaf-tile-as-text", _edit_tile_sql(0, 5, "hex(hashes)"), "leaf-hash", 80),
+    TileCase("wide-node-tile-as-text", _edit_tile_sql(1, 0, "hex(hashes)"), "node-hash", 0),
 )
 
 

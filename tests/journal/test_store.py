@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,10 @@ from ledger.journal.store import Store
 
 try:
     from .tamper_cases import CLOCK_START, counter_clock, raw_db
+    from .test_tiles import full_tiles
 except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
     from tamper_cases import CLOCK_START, counter_clock, raw_db  # type: ignore[no-redef]
+    from test_tiles import full_tiles  # type: ignore[no-redef]
 
 
 def fill(j: Journal, n: int) -> None:
@@ -78,7 +81,8 @@ def test_returned_entry_is_what_was_stored(journal: Journal) -> None:
     e = journal.append("a", {"x": [1, 2.5, "s", b"b", None, True]})
     stored = journal.entry(0)
     assert stored.raw == e.raw
-    assert journal.store.leaf_of(0) == e.leaf_hash == merkle.leaf_hash(e.raw)
+    assert journal.store.fetch_nodes([(0, 0)]) == {(0, 0): e.leaf_hash}
+    assert e.leaf_hash == merkle.leaf_hash(e.raw) == merkle.leaf_hash(stored.raw)
     assert journal.find_leaf(e.leaf_hash) == 0
     assert journal.find_leaf(b"\x00" * 32) is None
 
@@ -237,48 +241,75 @@ def test_wal_mode(db_path: Path) -> None:
 
 # --------------------------------------------------------------------------- refusals via raw SQL
 
+# The journal these run against (tile height 1): 8 entries appended one at a time, so spans
+# (0,0)..(7,7), heads 1..8, tiles (0,0)..(0,3), (1,0), (1,1) and (2,0), and a checkpoint at 8.
+ENTRY = "INSERT {verb} INTO entries(seq, body) VALUES ({seq}, x'00')"
+SPAN = "INSERT {verb} INTO spans(first, last, run, task, kind) VALUES ({first}, {last}, NULL, NULL, 'k')"
+TILE = "INSERT {verb} INTO tiles(level, idx, hashes, root) VALUES ({level}, {idx}, x'00', x'00')"
 REFUSED_SQL = {
-    "entries-insert-or-replace": "INSERT OR REPLACE INTO entries(seq, leaf, body, run, task, kind) "
-                                 "VALUES (1, x'00', x'00', NULL, NULL, 'k')",
-    "entries-replace": "REPLACE INTO entries(seq, leaf, body, run, task, kind) "
-                       "VALUES (0, x'00', x'00', NULL, NULL, 'k')",
-    "entries-insert-duplicate": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
-                                "VALUES (2, x'00', x'00', NULL, NULL, 'k')",
-    "entries-insert-gap": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
-                          "VALUES (9, x'00', x'00', NULL, NULL, 'k')",
-    "entries-insert-negative": "INSERT INTO entries(seq, leaf, body, run, task, kind) "
-                               "VALUES (-1, x'00', x'00', NULL, NULL, 'k')",
+    "entries-insert-or-replace": ENTRY.format(verb="OR REPLACE", seq=1),
+    "entries-replace": ENTRY.format(verb="", seq=0).replace("INSERT ", "REPLACE", 1),
+    "entries-insert-or-ignore-dup": ENTRY.format(verb="OR IGNORE", seq=2),
+    "entries-insert-duplicate": ENTRY.format(verb="", seq=2),
+    "entries-insert-gap": ENTRY.format(verb="", seq=9),
+    "entries-insert-negative": ENTRY.format(verb="", seq=-1),
+    "entries-insert-auto-seq": "INSERT INTO entries(body) VALUES (x'00')",
     "entries-update-body": "UPDATE entries SET body = x'00' WHERE seq = 1",
-    "entries-update-seq": "UPDATE entries SET seq = 100 WHERE seq = 3",
-    "entries-delete-one": "DELETE FROM entries WHERE seq = 3",
+    "entries-update-seq": "UPDATE entries SET seq = 100 WHERE seq = 7",
+    "entries-delete-one": "DELETE FROM entries WHERE seq = 7",
     "entries-delete-all": "DELETE FROM entries",
-    "nodes-insert-or-replace": "INSERT OR REPLACE INTO nodes(level, idx, hash) VALUES (1, 0, x'00')",
-    "nodes-update": "UPDATE nodes SET hash = x'00'",
-    "nodes-delete": "DELETE FROM nodes",
-    "heads-insert-or-replace": "INSERT OR REPLACE INTO heads(size, root, ts) VALUES (4, x'00', 0)",
+    "spans-insert-or-replace": SPAN.format(verb="OR REPLACE", first=1, last=1),
+    "spans-replace": SPAN.format(verb="", first=0, last=0).replace("INSERT ", "REPLACE", 1),
+    "spans-insert-duplicate": SPAN.format(verb="", first=5, last=8),
+    "spans-insert-overlap": SPAN.format(verb="", first=7, last=9),    # does not follow (7,7)
+    "spans-insert-gap": SPAN.format(verb="", first=9, last=9),
+    "spans-insert-negative": SPAN.format(verb="", first=-1, last=-1),
+    "spans-insert-last-before-first": SPAN.format(verb="", first=8, last=7),
+    "spans-insert-auto-first": "INSERT INTO spans(last, kind) VALUES (8, 'k')",
+    "spans-update-kind": "UPDATE spans SET kind = 'other' WHERE first = 2",
+    "spans-update-last": "UPDATE spans SET last = 9 WHERE first = 5",
+    "spans-delete-one": "DELETE FROM spans WHERE first = 5",
+    "spans-delete-all": "DELETE FROM spans",
+    "tiles-insert-or-replace": TILE.format(verb="OR REPLACE", level=0, idx=0),
+    "tiles-replace": TILE.format(verb="", level=1, idx=0).replace("INSERT ", "REPLACE", 1),
+    "tiles-insert-duplicate": TILE.format(verb="", level=2, idx=0),
+    "tiles-update-hashes": "UPDATE tiles SET hashes = x'00' WHERE level = 0 AND idx = 1",
+    "tiles-update-root": "UPDATE tiles SET root = x'00' WHERE level = 2",
+    "tiles-update-idx": "UPDATE tiles SET idx = 7 WHERE level = 0 AND idx = 3",
+    "tiles-delete-one": "DELETE FROM tiles WHERE level = 1 AND idx = 1",
+    "tiles-delete-all": "DELETE FROM tiles",
+    "heads-insert-or-replace": "INSERT OR REPLACE INTO heads(size, root, ts) VALUES (8, x'00', 0)",
     "heads-insert-older": "INSERT INTO heads(size, root, ts) VALUES (2, x'00', 0)",
     "heads-update": "UPDATE heads SET root = x'00'",
     "heads-delete": "DELETE FROM heads",
     "checkpoints-insert-or-replace": "INSERT OR REPLACE INTO checkpoints(size, note, ts) "
-                                     "VALUES (4, 'x', 0)",
+                                     "VALUES (8, 'x', 0)",
     "checkpoints-update": "UPDATE checkpoints SET note = 'x'",
     "checkpoints-delete": "DELETE FROM checkpoints",
 }
 
 
+def table_snapshot(j: Journal) -> tuple[object, ...]:
+    """Every stored row the triggers protect, as plain values."""
+    return ([e.raw for e in j.entries()], j.store.span_rows(), j.store.all_tiles(),
+            j.store.all_heads(), j.store.checkpoints())
+
+
 @pytest.mark.parametrize("sql", REFUSED_SQL.values(), ids=list(REFUSED_SQL))
 def test_raw_sql_cannot_rewrite_history(db_path: Path, keyring: KeyRing, sql: str) -> None:
-    """Triggers refuse UPDATE, DELETE and INSERT OR REPLACE from any sqlite3 client."""
-    with Journal.open(db_path, create=True) as j:
-        fill(j, 4)
+    """Triggers refuse UPDATE, DELETE, REPLACE and out-of-order INSERT on every history table."""
+    with Journal.open(db_path, create=True, tile_height=1) as j:
+        fill(j, 8)
         j.checkpoint(keyring)
-        before = [e.raw for e in j.entries()], j.store.all_heads(), list(j.store.all_nodes())
+        before = table_snapshot(j)
+    assert [(lv, ix) for lv, ix, _h, _r in before[2]] == [  # type: ignore[attr-defined]
+        (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (2, 0)]
+    assert [row[:2] for row in before[1]] == [(i, i) for i in range(8)]  # type: ignore[attr-defined]
     with raw_db(db_path) as c, pytest.raises(sqlite3.IntegrityError, match="journal"):
         c.execute(sql)
     with Journal.open(db_path) as j:
-        after = [e.raw for e in j.entries()], j.store.all_heads(), list(j.store.all_nodes())
-        assert after == before
-        assert j.verify(verifier=keyring.verifier)["size"] == 4
+        assert table_snapshot(j) == before
+        assert j.verify(verifier=keyring.verifier)["size"] == 8
 
 
 def test_meta_version_mismatch_is_refused(db_path: Path) -> None:
@@ -348,12 +379,16 @@ MAX_SIZE = 70
 BATCH_PATTERN = (1, 2, 1, 5, 3, 8, 1, 16, 4, 1, 7, 21)  # sums to 70; crosses many subtree edges
 
 
-@pytest.fixture(scope="module")
-def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Journal, list[bytes], list[int]]:
-    """A 70-entry journal grown in uneven batches, its leaf hashes, and its batch boundaries."""
+@pytest.fixture(scope="module", params=[2, 4], ids=["h2", "h4"])
+def grown(tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Iterator[tuple[Journal, list[bytes], list[int]]]:
+    """A 70-entry journal grown in uneven batches, its leaf hashes, and its batch boundaries.
+
+    At tile height 2 it holds tiles on three levels; at the default height 4, four leaf tiles.
+    """
     assert sum(BATCH_PATTERN) == MAX_SIZE
     path = tmp_path_factory.mktemp("grown") / "journal.db"
-    j = Journal.open(path, create=True, clock=counter_clock())
+    j = Journal.open(path, create=True, clock=counter_clock(), tile_height=request.param)
     sizes = []
     n = 0
     for b in BATCH_PATTERN:
@@ -361,7 +396,9 @@ def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Journal, list[bytes
         n += b
         sizes.append(n)
     leaves = [e.leaf_hash for e in j.entries()]
-    return j, leaves, sizes
+    assert {lv for lv, _i, _h, _r in j.store.all_tiles()} == ({0, 1, 2} if request.param == 2 else {0})
+    yield j, leaves, sizes
+    j.close()
 
 
 def test_roots_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:
@@ -381,12 +418,32 @@ def test_recorded_heads_match_reference(grown: tuple[Journal, list[bytes], list[
         assert root == merkle.root_from_leaves(leaves[:size])
 
 
-def test_stored_nodes_match_memory_tree(grown: tuple[Journal, list[bytes], list[int]]) -> None:
-    """The stored subtree hashes are exactly the complete subtrees MemoryNodes computes."""
-    j, leaves, _ = grown
-    stored = {(lv, ix): bytes(h) for lv, ix, h, _t in j.store.all_nodes()}
-    reference = {k: v for k, v in merkle.MemoryNodes(leaves).nodes().items() if k[0] >= 1}
-    assert stored == reference
+TILE_PATTERNS = {
+    "uneven": BATCH_PATTERN,
+    "ones": (1,) * 40,
+    "one-batch": (70,),
+    "edges": (3, 1, 4, 8, 16, 32, 1, 5),  # lands on 4, 8, 16, 32, 64 exactly
+    "with-empty": (0, 2, 0, 7, 0, 9),
+}
+
+
+@pytest.mark.parametrize("height", [1, 2, 3, 4])
+@pytest.mark.parametrize("pattern", TILE_PATTERNS.values(), ids=list(TILE_PATTERNS))
+def test_stored_tiles_match_memory_tree(height: int, pattern: tuple[int, ...]) -> None:
+    """After every batch the stored tiles are exactly the full tiles of MemoryNodes' tree."""
+    width = 1 << height
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+        leaves: list[bytes] = []
+        for b in pattern:
+            leaves += [e.leaf_hash for e in j.append_many([("k", {"n": len(leaves) + i}, None, None)
+                                                          for i in range(b)])]
+            nodes = merkle.MemoryNodes(leaves).nodes()
+            stored = j.store.all_tiles()
+            # never a partial tile: every stored tile holds W hashes and a 32-byte root
+            assert all(len(hashes) == 32 * width and len(root) == 32 for _l, _i, hashes, root in stored)
+            assert {(lv, ix): (hashes, root) for lv, ix, hashes, root in stored} == full_tiles(
+                nodes, len(leaves), height)
+        assert j.verify()["tiles"] == len(full_tiles(nodes, len(leaves), height))
 
 
 def test_inclusion_proofs_match_reference(grown: tuple[Journal, list[bytes], list[int]]) -> None:

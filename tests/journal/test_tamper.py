@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from ledger.errors import KeyMaterialError, MalformedInput, VerificationError
+from ledger.errors import JournalFormatError, KeyMaterialError, MalformedInput, VerificationError
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing
 
@@ -15,22 +16,42 @@ try:
         CASES,
         PROOF_CASES,
         SIZE,
+        SPANS,
+        TILE_HEIGHT,
+        TILES_PER_LEVEL,
+        WIDE_CASES,
+        WIDE_SIZE,
         Baseline,
         ProofCase,
         TamperCase,
+        TileCase,
         build_baseline,
+        build_wide,
         counter_clock,
+        raw_db,
+        rebuild_tree,
+        tile_height,
     )
 except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
     from tamper_cases import (  # type: ignore[no-redef]
         CASES,
         PROOF_CASES,
         SIZE,
+        SPANS,
+        TILE_HEIGHT,
+        TILES_PER_LEVEL,
+        WIDE_CASES,
+        WIDE_SIZE,
         Baseline,
         ProofCase,
         TamperCase,
+        TileCase,
         build_baseline,
+        build_wide,
         counter_clock,
+        raw_db,
+        rebuild_tree,
+        tile_height,
     )
 
 
@@ -53,13 +74,33 @@ def test_baseline_verifies(baseline: Baseline) -> None:
     assert run_verify(baseline, since=True)["since"] == {"size": SIZE, "root": summary["root"]}
 
 
+def test_baseline_layout(baseline: Baseline) -> None:
+    """The baseline has tiles at every level and the spans the corpus's coordinates assume."""
+    with raw_db(baseline.db) as c:
+        assert tile_height(c) == TILE_HEIGHT
+        per_level = c.execute("SELECT level, count(*), min(idx), max(idx), min(length(hashes)), "
+                              "max(length(hashes)) FROM tiles GROUP BY level ORDER BY level").fetchall()
+        spans = c.execute("SELECT first, last FROM spans ORDER BY first").fetchall()
+    width = 32 << TILE_HEIGHT
+    assert per_level == [(k, n, 0, n - 1, width, width) for k, n in enumerate(TILES_PER_LEVEL)]
+    assert spans == [tuple(s) for s in SPANS]
+    summary = run_verify(baseline, since=False)
+    assert summary["tiles"] == sum(TILES_PER_LEVEL) and summary["spans"] == len(SPANS)
+
+
 def test_corpus_names_are_unique() -> None:
     """Each attack has its own name, so a failure points at one defect."""
     names = [c.name for c in CASES] + [c.name for c in PROOF_CASES]
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def _param(case: TamperCase) -> object:
+    """The case as a pytest param; a case marked ``bug`` must fail with the sqlite3 error it names."""
+    marks = [pytest.mark.xfail(reason=case.bug, strict=True, raises=sqlite3.OperationalError)] if case.bug else []
+    return pytest.param(case, id=case.name, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_tamper_case(case: TamperCase, baseline: Baseline) -> None:
     """After the attack, verify raises the case's check at its seq (or passes, for a known limit)."""
     case.mutate(baseline)
@@ -141,3 +182,60 @@ def test_untouched_proofs_verify(baseline: Baseline) -> None:
             merkle.verify_consistency(p.old_size, p.new_size, p.old_root, p.new_root, list(p.hashes))
         q = j.inclusion_proof(5, SIZE)
         merkle.verify_inclusion(q.leaf_index, q.tree_size, q.leaf_hash, list(q.hashes), q.root)
+
+
+def test_corpus_covers_the_required_attacks() -> None:
+    """The attacks the journal issue requires are all in the corpus, by name."""
+    required = {
+        "flipped-bit-entry", "flipped-bit-leaf-hash", "flipped-bit-node", "swapped-entries",
+        "deleted-tail-no-external-checkpoint", "deleted-tail-auditor-checkpoint",
+        "deleted-middle-entry", "reinserted-entry-after-dropping-triggers",
+        "forged-checkpoint-signature", "checkpoint-from-another-key", "checkpoint-root-mismatch",
+        "stale-checkpoint-as-current", "inclusion-truncated", "inclusion-padded",
+        "consistency-truncated", "consistency-padded",
+    }
+    assert required <= {c.name for c in CASES} | {c.name for c in PROOF_CASES}
+
+
+@pytest.fixture
+def wide(home: Path) -> Path:
+    """A 300-entry journal with the default tile height (level-1 tiles exist), closed."""
+    return build_wide(home, counter_clock())
+
+
+def test_wide_baseline_verifies(wide: Path) -> None:
+    """Untouched, the default-height journal verifies and stores 18 level-0 tiles and 1 level-1 tile."""
+    with raw_db(wide) as c:
+        per_level = c.execute("SELECT level, count(*) FROM tiles GROUP BY level ORDER BY level").fetchall()
+    assert per_level == [(0, 18), (1, 1)]
+    with Journal.open(wide) as j:
+        assert j.store.tile_height == 4
+        assert j.verify()["size"] == WIDE_SIZE
+
+
+@pytest.mark.parametrize("case", WIDE_CASES, ids=[c.name for c in WIDE_CASES])
+def test_tile_case_at_default_height(case: TileCase, wide: Path) -> None:
+    """The tile attacks are caught with the same checks when tiles hold 16 hashes."""
+    case.mutate(wide)
+    with Journal.open(wide) as j, pytest.raises(VerificationError) as info:
+        j.verify()
+    assert (info.value.check, info.value.seq) == (case.check, case.seq), str(info.value)
+
+
+def test_retiling_consistently_is_not_tampering(baseline: Baseline) -> None:
+    """Rewriting meta tile_height and every tile to match changes storage only: verify passes, same root."""
+    before = run_verify(baseline, since=True)["root"]
+    with raw_db(baseline.db) as c:
+        c.execute("UPDATE meta SET value = '2' WHERE key = 'tile_height'")
+        rebuild_tree(c, heads=False)
+    summary = run_verify(baseline, since=True)
+    assert summary["root"] == before and summary["tiles"] == 3  # 12 leaves: 3 tiles of 4, none above
+
+
+@pytest.mark.parametrize("value", ["0", "9", "two", ""])
+def test_invalid_tile_height_in_meta_refuses_to_open(baseline: Baseline, value: str) -> None:
+    """A meta tile_height this build cannot use makes the file unreadable as a journal (exit 2), not a pass."""
+    with raw_db(baseline.db) as c:
+        c.execute("UPDATE meta SET value = ? WHERE key = 'tile_height'", (value,))
+    with pytest.raises(JournalFormatError, match="tile_height"):
+        Journal.open(baseline.db)

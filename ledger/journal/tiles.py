@@ -1,0 +1,200 @@
+"""How the journal keeps its Merkle tree on disk: full tiles of ``2**h`` hashes (pure code).
+
+The tree is cut into horizontal bands ``h`` levels high (``h`` is the tile height, 4 by default).
+Tile ``(k, t)`` is the concatenation of the ``W = 2**h`` hashes at tree level ``h*k``, indices
+``t*W .. t*W + W - 1``: tile level 0 holds leaf hashes, tile level 1 the roots of the level-0
+tiles, and so on. Only full tiles are stored. A node inside a band (tree level ``h*k + b`` with
+``0 < b < h``) is not stored: it is the hash of ``2**b`` neighbouring hashes of one tile, so
+reading one tile and hashing at most ``W - 1`` pairs gives it.
+
+Each stored tile also carries its root (the hash of its whole subtree, which is hash ``t`` of tree
+level ``h*(k+1)``). The hashes at the right edge of the tree, in tiles that are not full yet, are
+read from there: a level-0 hash is the leaf hash of an entry's bytes, and a level-``h*k`` hash for
+``k >= 1`` is the stored root of a full tile one level down. So any complete subtree costs one
+tile read, or at most ``W - 1`` entry or tile-root reads at the right edge, and a root or proof
+needs O(log n) reads. This is the tile layout of the C2SP tlog-tiles specification, without its
+partial tiles.
+
+``TileEdge`` is the writer's view: the hashes of every partial tile (the right edge), from which
+the root and the frontier follow, and which ``extended`` grows by new leaves, handing back the
+tiles that became full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from ledger.errors import UsageError
+
+HASH_SIZE = 32
+DEFAULT_HEIGHT = 4
+MAX_HEIGHT = 8
+
+_sha256 = hashlib.sha256
+
+
+def check_height(height: object) -> int:
+    """The tile height as an int, or UsageError for a height this code cannot use."""
+    if not isinstance(height, int) or isinstance(height, bool) or not 1 <= height <= MAX_HEIGHT:
+        raise UsageError(f"tile height must be an integer in 1..{MAX_HEIGHT}, got {height!r}")
+    return height
+
+
+def hash_pairs(packed: bytes) -> bytes:
+    """One level up: the node hashes of adjacent pairs of packed 32-byte hashes."""
+    sha = _sha256
+    view = memoryview(packed)
+    return b"".join([sha(b"\x01" + view[i:i + 64]).digest() for i in range(0, len(packed) - 63, 64)])
+
+
+def hash_up(packed: bytes, levels: int) -> bytes:
+    """``levels`` levels up from packed hashes whose count is a multiple of ``2**levels``."""
+    for _ in range(levels):
+        packed = hash_pairs(packed)
+    return packed
+
+
+def subtree_root(packed: bytes) -> bytes:
+    """The root of packed hashes whose count is a power of two."""
+    count = len(packed) // HASH_SIZE
+    if count == 0 or count & (count - 1) or len(packed) % HASH_SIZE:
+        raise UsageError(f"subtree of {len(packed)} bytes is not a power of two of hashes")
+    while len(packed) > HASH_SIZE:
+        packed = hash_pairs(packed)
+    return packed
+
+
+def fold(hashes: Sequence[bytes]) -> bytes:
+    """Right fold of adjacent complete-subtree hashes, left to right, into the root of their union."""
+    acc = hashes[-1]
+    sha = _sha256
+    for i in range(len(hashes) - 2, -1, -1):
+        acc = sha(b"\x01" + hashes[i] + acc).digest()
+    return acc
+
+
+def locate(level: int, index: int, height: int) -> tuple[int, int, int, int]:
+    """Where node ``(level, index)`` lives: ``(tile_level, first, count, up)``.
+
+    The node is the hash, ``up`` levels up, of the ``count`` hashes at tree level
+    ``height * tile_level`` with indices ``first .. first + count - 1``; those all sit in tile
+    ``(tile_level, first >> height)``.
+    """
+    tile_level, up = divmod(level, height)
+    return tile_level, index << up, 1 << up, up
+
+
+def _decompose(part: bytes, height: int) -> list[bytes]:
+    """The complete-subtree hashes of a partial tile, largest (leftmost) first."""
+    out = []
+    pos = 0
+    count = len(part) // HASH_SIZE
+    for bit in range(height - 1, -1, -1):
+        if count & (1 << bit):
+            out.append(subtree_root(part[pos:pos + (HASH_SIZE << bit)]))
+            pos += HASH_SIZE << bit
+    return out
+
+
+class TileEdge:
+    """The right edge of a tree kept as tiles: the packed hashes of every partial tile.
+
+    ``partial[k]`` holds the hashes at tree level ``h*k`` that are not yet in a full tile, i.e.
+    indices ``(c >> h) << h .. c - 1`` where ``c = size >> (h*k)``. Instances are not changed in
+    place: ``extended`` returns a new edge, so a writer keeps the old one if its commit fails.
+    """
+
+    __slots__ = ("height", "size", "partial", "_pieces")
+
+    def __init__(self, height: int, size: int, partial: Sequence[bytes]) -> None:
+        self.height = check_height(height)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise UsageError(f"tree size must be a non-negative integer, got {size!r}")
+        self.size = size
+        want = [(hi - lo) * HASH_SIZE for lo, hi in self.partial_ranges(size, height)]
+        parts = [bytes(p) for p in partial]
+        while parts and not parts[-1]:
+            parts.pop()
+        if [len(p) for p in parts] != want:
+            raise UsageError(f"partial tiles of a tree of size {size} must hold "
+                             f"{[w // HASH_SIZE for w in want]} hashes per level, "
+                             f"got {[len(p) / HASH_SIZE for p in parts]}")
+        self.partial: tuple[bytes, ...] = tuple(parts)
+        # per tile level, the complete-subtree hashes of its partial tile (filled on demand)
+        self._pieces: list[list[bytes] | None] = [None] * len(parts)
+
+    @classmethod
+    def empty(cls, height: int = DEFAULT_HEIGHT) -> TileEdge:
+        return cls(height, 0, ())
+
+    @staticmethod
+    def partial_ranges(size: int, height: int) -> list[tuple[int, int]]:
+        """Per tile level k: the index range ``[lo, hi)`` at tree level ``h*k`` of its partial tile."""
+        out = []
+        count = size
+        while count:
+            hi = count
+            lo = (count >> height) << height
+            out.append((lo, hi))
+            count >>= height
+        return out
+
+    def extended(self, leaves: Sequence[bytes]) -> tuple[TileEdge, list[tuple[int, int, bytes, bytes]]]:
+        """The edge after appending leaf hashes, and the tiles now full: ``(level, index, hashes, root)``.
+
+        ``root`` is the hash of the tile's subtree, i.e. hash ``index`` of tree level ``h*(level+1)``.
+        """
+        for i, leaf in enumerate(leaves):
+            if leaf.__class__ is not bytes or len(leaf) != HASH_SIZE:
+                raise UsageError(f"new leaf {i} is not a {HASH_SIZE}-byte leaf hash")
+        h = self.height
+        tile_bytes = HASH_SIZE << h
+        parts = list(self.partial)
+        tiles: list[tuple[int, int, bytes, bytes]] = []
+        add = b"".join(leaves)
+        count = self.size  # hashes at the current tree level before the append
+        k = 0
+        while add:
+            if k == len(parts):
+                parts.append(b"")
+            cur = parts[k] + add
+            first_tile = count >> h
+            full = len(cur) // tile_bytes
+            ups = []
+            for f in range(full):
+                blob = cur[f * tile_bytes:(f + 1) * tile_bytes]
+                top = subtree_root(blob)
+                tiles.append((k, first_tile + f, blob, top))
+                ups.append(top)
+            parts[k] = cur[full * tile_bytes:]
+            add = b"".join(ups)
+            count >>= h
+            k += 1
+        while parts and not parts[-1]:
+            parts.pop()
+        grown = TileEdge.__new__(TileEdge)
+        grown.height = h
+        grown.size = self.size + len(leaves)
+        grown.partial = tuple(parts)
+        # a level whose partial tile did not change keeps its subtree hashes
+        grown._pieces = [self._pieces[k] if k < len(self.partial) and parts[k] is self.partial[k]
+                         else None for k in range(len(parts))]
+        return grown, tiles
+
+    def frontier(self) -> list[bytes]:
+        """The complete-subtree hashes, left to right, whose right fold is the root."""
+        out: list[bytes] = []
+        for k in range(len(self.partial) - 1, -1, -1):
+            pieces = self._pieces[k]
+            if pieces is None:
+                pieces = self._pieces[k] = _decompose(self.partial[k], self.height)
+            out.extend(pieces)
+        return out
+
+    def root(self) -> bytes:
+        """The RFC 6962 root of the tree (SHA-256 of nothing for the empty tree)."""
+        hashes = self.frontier()
+        if not hashes:
+            return _sha256(b"").digest()
+        return fold(hashes)
