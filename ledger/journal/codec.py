@@ -13,7 +13,7 @@ import functools
 import hashlib
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import msgpack
@@ -295,50 +295,87 @@ def encode_entry(
 
     The envelope's keys are fixed, so its bytes are laid out directly in canonical order
     (data, kind, run, seq, task, ts, v); only ``data`` goes through canonicalization.
+    """
+    return encode_entries(seq, ts, ((kind, data, run, task),))[0]
+
+
+def encode_entries(
+    first_seq: int, ts: int,
+    items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]],
+) -> list[Entry]:
+    """``encode_entry`` for items ``(kind, data, run, task)`` at seqs first_seq, first_seq + 1, ...
+    sharing one ``ts`` (the journal's append path); byte for byte the same entries.
 
     Fast path: a plain ``dict`` whose keys are ``str`` in sorted order and whose values are all
     exact scalars (str, bytes, int, bool, None, finite float) is already canonical, so it is
     copied shallowly and packed as it is, with no recursive rebuild. Anything else
-    (nested values, unsorted or non-str keys, NaN, subclasses, other mappings) takes the full
-    ``_canon`` path, as does a fast-path pack that fails, so errors are those of ``_canon``.
+    (nested values, unsorted or non-str keys, NaN, subclasses, other mappings, bad envelope
+    fields) takes ``_encode_checked``, as does a fast-path pack that fails, so errors are the same.
     """
-    if type(seq) is not int or seq < 0:
+    if type(first_seq) is not int or first_seq < 0:
         raise CodecError("entry seq must be a non-negative integer")
     if type(ts) is not int:
         raise CodecError("entry ts must be an integer (unix nanoseconds)")
+    pack = _PACKERS.pack
+    try:
+        ts_bytes = pack(ts)
+    except OverflowError as exc:
+        raise CodecError(f"cannot encode entry: {exc}") from exc
+    cache = _envelope_cache
+    plain = _PLAIN_SCALARS
+    isfinite = _isfinite
+    join = b"".join
+    new = _new_entry
+    out: list[Entry] = []
+    add = out.append
+    seq = first_seq
+    for kind, data, run, task in items:
+        body = None
+        if (type(data) is dict and type(kind) is str and kind and (run is None or type(run) is str)
+                and (task is None or type(task) is str)):
+            # copy first: what is checked and packed is the very map the Entry keeps, even if the
+            # caller's map changes later (or meanwhile, from another thread)
+            canon = data.copy()
+            prev = ""
+            for key, value in canon.items():
+                # str order is code point order, which is UTF-8 byte order; keys are unique
+                if type(key) is not str or key < prev:
+                    break
+                prev = key
+                t = type(value)
+                if t not in plain and (t is not float or not isfinite(value)):
+                    break
+            else:
+                parts = cache.get((run, task, kind))
+                try:
+                    body = pack(canon)
+                    if parts is None:
+                        parts = _envelope_parts(run, task, kind)
+                    raw = join((b"\x87\xa4data", body, parts[0], pack(seq), parts[1], ts_bytes, b"\xa1v\x01"))
+                except (OverflowError, ValueError, TypeError):
+                    body = None  # out-of-range int, lone surrogate: the checked path says which
+        if body is None:
+            add(_encode_checked(seq, ts, kind, data, run, task))
+        else:
+            add(new(Entry, (seq, ts, run, task, kind, canon, raw)))
+        seq += 1
+    return out
+
+
+def _encode_checked(seq: int, ts: int, kind: Any, data: Any, run: Any, task: Any) -> Entry:
+    """One entry through the full checks and ``_canon``; CodecError names what is wrong."""
     if type(kind) is not str or not kind:
         raise CodecError("entry kind must be a non-empty string")
     if run is not None and type(run) is not str:
         raise CodecError("entry run must be a string or nil")
     if task is not None and type(task) is not str:
         raise CodecError("entry task must be a string or nil")
-    pack = _PACKERS.pack
-    body: bytes | None = None
-    canon: dict[str, Any]
-    if type(data) is dict:
-        # copy first: what is checked and packed is the very map the Entry keeps, even if the
-        # caller's map changes later (or meanwhile, from another thread)
-        canon = data.copy()
-        prev = ""
-        for key, value in canon.items():
-            # str order is code point order, which is UTF-8 byte order; keys are unique
-            if type(key) is not str or key < prev:
-                break
-            prev = key
-            t = type(value)
-            if t not in _PLAIN_SCALARS and (t is not float or not _isfinite(value)):
-                break
-        else:
-            try:
-                body = pack(canon)
-            except (OverflowError, ValueError, TypeError):
-                body = None  # out-of-range int, lone surrogate: _canon below says which
-    elif not isinstance(data, Mapping):
+    if not isinstance(data, Mapping):
         raise CodecError("entry data must be a map")
+    pack = _PACKERS.pack
     try:
-        if body is None:
-            canon = _canon(data, 1)
-            body = pack(canon)
+        canon = _canon(data, 1)
+        body = pack(canon)
         parts = _envelope_cache.get((run, task, kind))
         if parts is None:
             parts = _envelope_parts(run, task, kind)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ledger.errors import JournalConflict, JournalFormatError, LedgerError, NotFound, UsageError
 from ledger.journal import merkle
-from ledger.journal.codec import Entry, encode_entry
+from ledger.journal.codec import Entry, encode_entries
 from ledger.journal.tiles import (
     DEFAULT_HEIGHT,
     HASH_SIZE,
@@ -246,15 +246,13 @@ class Store:
             edge = self._edge_at(size)
             ts = clock()
             sha = _sha256
-            entries = [
-                encode_entry(seq=size + i, ts=ts, kind=kind, data=data, run=run, task=task)
-                for i, (kind, data, run, task) in enumerate(items)
-            ]
-            grown, tiles = edge.extended([sha(b"\x00" + e.raw).digest() for e in entries])
+            entries = encode_entries(size, ts, items)
+            raws = [e.raw for e in entries]
+            grown, tiles = edge.extended([sha(b"\x00" + raw).digest() for raw in raws])
             root = grown.root()
             try:
                 c.executemany("INSERT INTO entries(seq, body) VALUES (?,?)",
-                              [(e.seq, e.raw) for e in entries])
+                              zip(range(size, size + len(raws)), raws, strict=True))
                 c.executemany("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)",
                               _spans_of(size, items))
                 if tiles:

@@ -97,6 +97,25 @@ def _decompose(part: bytes, height: int) -> list[bytes]:
     return out
 
 
+def _grown(pieces: list[bytes], count: int, added: bytes) -> list[bytes]:
+    """The subtree hashes of a partial tile of ``count`` hashes after ``added`` (packed) joins it.
+
+    ``pieces`` is the binary decomposition of the ``count`` hashes, largest first; each new hash
+    merges with one piece per trailing 1 bit of the count, as in RFC 6962's frontier.
+    """
+    out = list(pieces)
+    sha = _sha256
+    for pos in range(0, len(added), HASH_SIZE):
+        acc = added[pos:pos + HASH_SIZE]
+        c = count
+        while c & 1:
+            acc = sha(b"\x01" + out.pop() + acc).digest()
+            c >>= 1
+        out.append(acc)
+        count += 1
+    return out
+
+
 class TileEdge:
     """The right edge of a tree kept as tiles: the packed hashes of every partial tile.
 
@@ -145,30 +164,43 @@ class TileEdge:
 
         ``root`` is the hash of the tile's subtree, i.e. hash ``index`` of tree level ``h*(level+1)``.
         """
-        for i, leaf in enumerate(leaves):
-            if leaf.__class__ is not bytes or len(leaf) != HASH_SIZE:
-                raise UsageError(f"new leaf {i} is not a {HASH_SIZE}-byte leaf hash")
+        try:
+            add = b"".join(leaves)
+        except TypeError:
+            add = b""
+        if leaves and (len(add) != HASH_SIZE * len(leaves) or set(map(type, leaves)) != {bytes}
+                       or set(map(len, leaves)) != {HASH_SIZE}):
+            bad = next((i for i, leaf in enumerate(leaves)
+                        if type(leaf) is not bytes or len(leaf) != HASH_SIZE), 0)
+            raise UsageError(f"new leaf {bad} is not a {HASH_SIZE}-byte leaf hash")
         h = self.height
         tile_bytes = HASH_SIZE << h
         parts = list(self.partial)
         tiles: list[tuple[int, int, bytes, bytes]] = []
-        add = b"".join(leaves)
+        pieces = list(self._pieces)
         count = self.size  # hashes at the current tree level before the append
         k = 0
         while add:
             if k == len(parts):
                 parts.append(b"")
+                pieces.append([])
             cur = parts[k] + add
-            first_tile = count >> h
             full = len(cur) // tile_bytes
-            ups = []
-            for f in range(full):
-                blob = cur[f * tile_bytes:(f + 1) * tile_bytes]
-                top = subtree_root(blob)
-                tiles.append((k, first_tile + f, blob, top))
-                ups.append(top)
-            parts[k] = cur[full * tile_bytes:]
-            add = b"".join(ups)
+            old = pieces[k]
+            # a few hashes added to a partial tile that stays partial: grow its subtree hashes
+            # the way a frontier grows (about one hash each) instead of recomputing them
+            pieces[k] = _grown(old, len(parts[k]) // HASH_SIZE, add) if old is not None and not full \
+                and len(add) <= 4 * HASH_SIZE else None
+            add = b""
+            if full:
+                # every tile this append filled at this level, hashed up together
+                region = cur[:full * tile_bytes]
+                add = hash_up(region, h)
+                first_tile = count >> h
+                tiles += [(k, first_tile + f, region[f * tile_bytes:(f + 1) * tile_bytes],
+                           add[f * HASH_SIZE:(f + 1) * HASH_SIZE]) for f in range(full)]
+                cur = cur[full * tile_bytes:]
+            parts[k] = cur
             count >>= h
             k += 1
         while parts and not parts[-1]:
@@ -178,8 +210,7 @@ class TileEdge:
         grown.size = self.size + len(leaves)
         grown.partial = tuple(parts)
         # a level whose partial tile did not change keeps its subtree hashes
-        grown._pieces = [self._pieces[k] if k < len(self.partial) and parts[k] is self.partial[k]
-                         else None for k in range(len(parts))]
+        grown._pieces = pieces[:len(parts)]
         return grown, tiles
 
     def frontier(self) -> list[bytes]:
