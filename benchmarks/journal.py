@@ -80,7 +80,7 @@ class Sizes:
 
 
 FULL = Sizes(batched=100_000, single=2_000, verify_n=200_000, proof_n=1_000_000,
-             proof_samples=200, rounds=3)
+             proof_samples=200, rounds=5)
 QUICK = Sizes(batched=5_000, single=200, verify_n=5_000, proof_n=20_000, proof_samples=50,
               rounds=1)
 

@@ -4,15 +4,16 @@ Schema (format version 2; see docs/FORMAT.md):
 
     meta(key TEXT PRIMARY KEY, value TEXT)            format, version, tile_height
     entries(seq INTEGER PRIMARY KEY, body BLOB)        the exact entry bytes that are hashed
-    spans(first INTEGER PRIMARY KEY, last, run, task, kind)
-                                                      index: seqs first..last share run/task/kind
+    spans(first INTEGER PRIMARY KEY, last, run, task, kind, root, ts)
+                                                      seqs first..last share run/task/kind; the
+                                                      last span of a commit holds its tree head
+    runs(run TEXT PRIMARY KEY, first) WITHOUT ROWID   the first span of every run
     tiles(level, idx, hashes, root) WITHOUT ROWID     full tiles of the Merkle tree (tiles.py)
-    heads(size INTEGER PRIMARY KEY, root BLOB, ts)    the tree head every commit produced
     checkpoints(size INTEGER PRIMARY KEY, note TEXT, ts)
 
 Every append runs in one ``BEGIN IMMEDIATE`` transaction that reads the head, assigns the next
-sequence numbers, and writes the entry rows, their spans, the tiles that became full and the new
-head together. Triggers refuse UPDATE and DELETE on every table but meta, and refuse an INSERT
+sequence numbers, and writes the entry rows, their spans (the last one with the new tree head),
+any new run and the tiles that became full together. Triggers refuse UPDATE and DELETE on every table but meta, and refuse an INSERT
 at any seq other than the next one (which also stops ``INSERT OR REPLACE``). Triggers are a seat
 belt; ``verify`` is the check.
 """
@@ -52,13 +53,14 @@ CREATE TABLE spans(
     last INTEGER NOT NULL,
     run TEXT,
     task TEXT,
-    kind TEXT NOT NULL
+    kind TEXT NOT NULL,
+    root BLOB,
+    ts INTEGER
 );
-CREATE INDEX spans_run ON spans(run) WHERE run IS NOT NULL;
 CREATE INDEX spans_runkind ON spans(kind) WHERE kind GLOB 'run.*';
+CREATE TABLE runs(run TEXT PRIMARY KEY, first INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE tiles(level INTEGER NOT NULL, idx INTEGER NOT NULL, hashes BLOB NOT NULL,
                    root BLOB NOT NULL, PRIMARY KEY(level, idx)) WITHOUT ROWID;
-CREATE TABLE heads(size INTEGER PRIMARY KEY, root BLOB NOT NULL, ts INTEGER NOT NULL);
 CREATE TABLE checkpoints(size INTEGER PRIMARY KEY, note TEXT NOT NULL, ts INTEGER NOT NULL);
 
 CREATE TRIGGER entries_append_only BEFORE INSERT ON entries
@@ -86,13 +88,15 @@ BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be updated'); END;
 CREATE TRIGGER tiles_no_delete BEFORE DELETE ON tiles
 BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be deleted'); END;
 
-CREATE TRIGGER heads_append_only BEFORE INSERT ON heads
-WHEN NEW.size <= (SELECT COALESCE(MAX(size), -1) FROM heads)
-BEGIN SELECT RAISE(ABORT, 'journal: tree heads only grow'); END;
-CREATE TRIGGER heads_no_update BEFORE UPDATE ON heads
-BEGIN SELECT RAISE(ABORT, 'journal: tree heads cannot be updated'); END;
-CREATE TRIGGER heads_no_delete BEFORE DELETE ON heads
-BEGIN SELECT RAISE(ABORT, 'journal: tree heads cannot be deleted'); END;
+CREATE TRIGGER runs_no_dup BEFORE INSERT ON runs
+WHEN EXISTS (SELECT 1 FROM runs WHERE run = NEW.run)
+  OR typeof(NEW.run) != 'text' OR typeof(NEW.first) != 'integer'
+  OR NOT EXISTS (SELECT 1 FROM spans WHERE first = NEW.first AND run = NEW.run)
+BEGIN SELECT RAISE(ABORT, 'journal: a run is indexed once, at a span of that run'); END;
+CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
+BEGIN SELECT RAISE(ABORT, 'journal: runs cannot be updated'); END;
+CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+BEGIN SELECT RAISE(ABORT, 'journal: runs cannot be deleted'); END;
 
 CREATE TRIGGER checkpoints_no_dup BEFORE INSERT ON checkpoints
 WHEN EXISTS (SELECT 1 FROM checkpoints WHERE size = NEW.size)
@@ -103,12 +107,13 @@ CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
 BEGIN SELECT RAISE(ABORT, 'journal: checkpoints cannot be deleted'); END;
 """
 
-_TABLES = {"meta", "entries", "spans", "tiles", "heads", "checkpoints"}
+_TABLES = {"meta", "entries", "spans", "runs", "tiles", "checkpoints"}
 
 # One append item: (kind, data, run, task).
 Item = tuple[str, dict[str, Any], str | None, str | None]
-# One span row as stored: (first, last, run, task, kind).
-Span = tuple[int, int, str | None, str | None, str]
+# One span row as stored: (first, last, run, task, kind, root, ts); root and ts are the tree
+# head on the last span of a commit and None on the others.
+Span = tuple[int, int, str | None, str | None, str, bytes | None, int | None]
 
 _sha256 = hashlib.sha256
 _SQLITE_MAX_INT = 2**63 - 1  # seqs and indexes beyond SQLite's integer are not in any journal
@@ -123,6 +128,7 @@ class Store:
         self.readonly = readonly
         self.tile_height = DEFAULT_HEIGHT
         self._edge: TileEdge | None = None
+        self._known_runs: set[str] = set()  # runs this store saw indexed (rows are never removed)
         self._create = False
 
     # ------------------------------------------------------------------ opening
@@ -241,8 +247,8 @@ class Store:
         if not items:
             return []
         with self._write_tx() as c:
-            row = c.execute("SELECT size FROM heads ORDER BY size DESC LIMIT 1").fetchone()
-            size = row[0] if row else 0
+            row = c.execute("SELECT last FROM spans ORDER BY first DESC LIMIT 1").fetchone()
+            size = row[0] + 1 if row else 0
             edge = self._edge_at(size)
             ts = clock()
             sha = _sha256
@@ -253,15 +259,29 @@ class Store:
             try:
                 c.executemany("INSERT INTO entries(seq, body) VALUES (?,?)",
                               zip(range(size, size + len(raws)), raws, strict=True))
-                c.executemany("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)",
-                              _spans_of(size, items))
+                spans = _spans_of(size, items, root, ts)
+                c.executemany("INSERT INTO spans(first, last, run, task, kind, root, ts) VALUES (?,?,?,?,?,?,?)",
+                              spans)
+                new_runs = self._new_runs(c, spans)
                 if tiles:
                     c.executemany("INSERT INTO tiles(level, idx, hashes, root) VALUES (?,?,?,?)", tiles)
-                c.execute("INSERT INTO heads(size, root, ts) VALUES (?,?,?)", (grown.size, root, ts))
             except sqlite3.IntegrityError as exc:
                 raise JournalConflict(f"journal refused the append: {exc}") from exc
         self._edge = grown
+        self._known_runs.update(new_runs)
         return entries
+
+    def _new_runs(self, c: sqlite3.Connection, spans: list[Span]) -> list[str]:
+        """Index the runs that first appear in ``spans``; return the names now known to exist."""
+        known = self._known_runs
+        seen: list[str] = []
+        for first, _last, run, *_rest in spans:
+            if run is None or run in known or run in seen:
+                continue
+            seen.append(run)
+            c.execute("INSERT INTO runs(run, first) SELECT ?, ? WHERE NOT EXISTS "
+                      "(SELECT 1 FROM runs WHERE run = ?)", (run, first, run))
+        return seen
 
     def _edge_at(self, size: int) -> TileEdge:
         """The right edge of the tree at ``size`` (cached from this writer's last commit)."""
@@ -357,9 +377,11 @@ class Store:
 
     def head(self) -> tuple[int, bytes]:
         row = self._conn.execute(
-            "SELECT size, CAST(root AS BLOB) FROM heads ORDER BY size DESC LIMIT 1").fetchone()
+            "SELECT last + 1, CAST(root AS BLOB) FROM spans ORDER BY first DESC LIMIT 1").fetchone()
         if row is None:
             return 0, merkle.EMPTY_ROOT
+        if row[1] is None:
+            raise JournalFormatError(f"{self.path}: the last span has no tree head (run `ledger verify`)")
         return int(row[0]), bytes(row[1])
 
     def rows(self, *, start: int = 0, stop: int | None = None, run: str | None = None,
@@ -374,7 +396,20 @@ class Store:
                 params.append(stop)
             sql = f"SELECT seq, body FROM entries WHERE {' AND '.join(where)} ORDER BY seq"
         else:
-            where, params = ["s.last >= ?", "e.seq >= ?"], [start, start]
+            # Spans are scanned in rowid (first) order from the span holding ``start``, or from
+            # the run's first span when a run is asked for; each span is a rowid range of entries.
+            c = self._conn
+            row = c.execute("SELECT first FROM spans WHERE first <= ? ORDER BY first DESC LIMIT 1",
+                            (start,)).fetchone()
+            lo = row[0] if row else 0
+            if run is not None:
+                row = c.execute("SELECT first FROM runs WHERE run = ?", (run,)).fetchone()
+                if row is None:
+                    return
+                if type(row[0]) is not int:
+                    raise JournalFormatError(f"{self.path}: the runs index is damaged (run `ledger verify`)")
+                lo = max(lo, row[0])
+            where, params = ["s.first >= ?", "e.seq >= ?"], [lo, start]
             if stop is not None:
                 where += ["s.first < ?", "e.seq < ?"]
                 params += [stop, stop]
@@ -382,7 +417,6 @@ class Store:
                 if value is not None:
                     where.append(f"s.{column} = ?")
                     params.append(value)
-            # The spans come out in first order; each one is a rowid range of entries.
             sql = ("SELECT e.seq, e.body FROM spans AS s CROSS JOIN entries AS e "
                    f"ON e.seq BETWEEN s.first AND s.last WHERE {' AND '.join(where)} "
                    "ORDER BY s.first, e.seq")
@@ -460,9 +494,16 @@ class Store:
                                   "FROM tiles ORDER BY level, idx").fetchall()
 
     def all_heads(self) -> list[tuple[int, bytes, str]]:
-        """(size, root as BLOB, SQLite type of the stored root) in size order."""
+        """(size, root as BLOB, SQLite type of the stored root) of every recorded tree head, in
+        order: the spans that carry a root, with size = last + 1."""
         return [(s, bytes(r) if r is not None else b"", t) for s, r, t in self._conn.execute(
-            "SELECT size, CAST(root AS BLOB), typeof(root) FROM heads ORDER BY size")]
+            "SELECT last + 1, CAST(root AS BLOB), typeof(root) FROM spans WHERE root IS NOT NULL "
+            "ORDER BY first")]
+
+    def run_rows(self) -> list[tuple[Any, Any, str]]:
+        """(run as BLOB, first, "type,type") of every row of the runs index."""
+        return self._conn.execute("SELECT CAST(run AS BLOB), first, typeof(run) || ',' || typeof(first) "
+                                  "FROM runs ORDER BY first").fetchall()
 
     def checkpoints(self) -> list[tuple[int, str]]:
         """(size, note) in size order; a note that is not UTF-8 text keeps replacement characters
@@ -498,18 +539,18 @@ def _set_wal(c: sqlite3.Connection) -> None:
         delay = min(delay * 2, 0.1)
 
 
-def _spans_of(size: int, items: Sequence[Item]) -> list[Span]:
-    """Runs of consecutive items with the same run, task and kind, as span rows."""
+def _spans_of(size: int, items: Sequence[Item], root: bytes, ts: int) -> list[Span]:
+    """Runs of consecutive items with the same run, task and kind, as span rows; the last span
+    carries the commit's tree head (root, ts)."""
     out: list[Span] = []
     first = size
-    _k, _d, prev_run, prev_task = items[0]
-    prev_kind = _k
+    prev_kind, _d, prev_run, prev_task = items[0]
     for offset, (kind, _data, run, task) in enumerate(items):
         if kind != prev_kind or run != prev_run or task != prev_task:
             seq = size + offset
-            out.append((first, seq - 1, prev_run, prev_task, prev_kind))
+            out.append((first, seq - 1, prev_run, prev_task, prev_kind, None, None))
             first, prev_run, prev_task, prev_kind = seq, run, task, kind
-    out.append((first, size + len(items) - 1, prev_run, prev_task, prev_kind))
+    out.append((first, size + len(items) - 1, prev_run, prev_task, prev_kind, root, ts))
     return out
 
 

@@ -4,12 +4,14 @@ Order of checks (the first failure raises, naming the check and the first bad se
 
 1. ``entry-seq``      rows are numbered 0..n-1 with no gap
 2. ``entry-columns``  every entry body is stored as a BLOB
-3. ``entry-index``    the spans cover seqs 0..n-1 exactly once, in order, with well-typed columns
+3. ``entry-index``    the spans cover seqs 0..n-1 exactly once, in order, with well-typed columns,
+   and the runs index names each run at its first span
 4. ``entry-envelope`` the bytes are an entry of this version whose seq/run/task/kind match its span
 5. ``leaf-hash``      every leaf hash in a stored level-0 tile equals SHA-256(0x00 || stored bytes)
 6. ``node-hash`` / ``node-missing`` / ``node-extra``   every stored tile is recomputed, every full
    tile is present and no tile lies outside the tree
-7. ``head-root`` / ``head-beyond-log`` / ``head-missing``  every recorded tree head is recomputed
+7. ``head-root`` / ``head-beyond-log`` / ``head-missing``  every recorded tree head (the root on
+   the last span of each commit) is recomputed, and the last span has one
 8. ``checkpoint-signature`` / ``checkpoint-root`` / ``checkpoint-ahead``  every checkpoint in the
    database and in the external checkpoint folder
 9. ``consistency``    with ``since``: the current tree extends the given checkpoint's tree
@@ -67,6 +69,7 @@ class _Spans:
         self._pos = 0
         self._next = 0  # the first seq the next span must start at
         self._deep = deep
+        self.run_first: dict[bytes, int] = {}  # the first span of every run, for the runs index
         self._span: tuple[int, bytes | None, bytes | None, bytes, bytes, bytes] = (-1, None, None, b"", b"", b"")
 
     def _take(self) -> tuple[int, int, bytes | None, bytes | None, bytes]:
@@ -83,6 +86,8 @@ class _Spans:
             raise VerificationError("entry-index", f"span at {first} is malformed (last={last!r}, "
                                     f"column types {types})", seq=first)
         self._next = last + 1
+        if run_b is not None and run_b not in self.run_first:
+            self.run_first[run_b] = first
         return first, last, run_b, task_b, kind_b
 
     def check(self, start: int, bodies: list[bytes]) -> None:
@@ -117,6 +122,23 @@ class _Spans:
             raise VerificationError("entry-index", f"span ends at {self._next - 1} but the log holds {n} entries",
                                     seq=min(self._next, n))
         return len(self._rows)
+
+    def check_runs(self, rows: list[tuple[Any, Any, str]]) -> None:
+        """The runs index must name every run once, at its first span, and nothing else."""
+        stored: dict[bytes, int] = {}
+        for run_b, first, types in rows:
+            if types != "text,integer" or run_b in stored:
+                raise VerificationError("entry-index", f"runs index row {run_b!r} is malformed or repeated ({types})",
+                                        seq=first if isinstance(first, int) and first >= 0 else 0)
+            stored[run_b] = first
+        for run_b, first in sorted(self.run_first.items(), key=lambda kv: kv[1]):
+            if stored.get(run_b) != first:
+                raise VerificationError("entry-index", f"runs index says run {run_b.decode('utf-8', 'replace')!r} "
+                                        f"starts at {stored.get(run_b)!r}, its first span is at {first}", seq=first)
+        extra = sorted(set(stored) - set(self.run_first), key=lambda r: (stored[r], r))
+        if extra:
+            raise VerificationError("entry-index", f"runs index names run {extra[0].decode('utf-8', 'replace')!r} "
+                                    "that no span holds", seq=stored[extra[0]])
 
 
 def _check_tiles(store: Store, levels: list[bytes], n: int) -> int:
@@ -236,6 +258,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
             progress(expected, total)
     n = expected
     span_count = spans.finish(n)
+    spans.check_runs(store.run_rows())
 
     levels = _levels_from_leaves(b"".join(leaves))
     del leaves

@@ -156,12 +156,14 @@ def test_since_detects_truncation(home: Path, tmp_path: Path) -> None:
     h = int(db.execute("SELECT value FROM meta WHERE key = 'tile_height'").fetchone()[0])
     assert db.execute("SELECT level, idx FROM tiles").fetchall() == [(0, 0)]
     assert db.execute("SELECT max(last) FROM spans WHERE first < 14").fetchone() == (13,)
-    for t in ("entries", "spans", "tiles", "heads", "checkpoints"):
+    # the span ending at 13 closed the first append, so it carries the tree head of size 14
+    assert db.execute("SELECT last + 1, typeof(root) FROM spans WHERE last = 13").fetchone() == (14, "blob")
+    for t in ("entries", "spans", "runs", "tiles", "checkpoints"):
         db.execute(f"DROP TRIGGER {t}_no_delete")
     db.execute("DELETE FROM entries WHERE seq >= 14")
-    db.execute("DELETE FROM spans WHERE first >= 14")
+    db.execute("DELETE FROM spans WHERE first >= 14")  # the later tree heads go with their spans
+    db.execute("DELETE FROM runs WHERE first >= 14")
     db.execute("DELETE FROM tiles WHERE ((idx + 1) << (? * (level + 1))) > 14", (h,))
-    db.execute("DELETE FROM heads WHERE size > 14")
     db.execute("DELETE FROM checkpoints WHERE size > 14")
     assert db.execute("SELECT count(*) FROM tiles").fetchone() == (0,)
     db.commit()

@@ -11,7 +11,10 @@ entries already fill every tile level: level 0 holds 6 tiles (leaf hashes 0..11)
 tree level 3 has a single node, so no tile. A hash at position ``j`` of tile ``(k, t)`` is tree node
 ``(k, 2t + j)``, and verify names it by its first leaf, ``(2t + j) << k``. The entries form 7 spans:
 ``[0] [1-2] [3] [4-6] [7] [8-10] [11]`` (consecutive entries of one append with the same
-run/task/kind share a span).
+run/task/kind share a span). The last span of each append carries that commit's tree head in its
+``root``/``ts`` columns (size = ``last + 1``): the spans at 0, 3, 7 and 11 hold the heads at sizes
+1, 4, 8 and 12, the others hold NULL. Every entry belongs to ``run-a``, so the runs index holds
+one row, ``('run-a', 0)``.
 
 A case's ``mutate`` acts like an attacker with write access to the ledger directory: it edits the
 database with raw ``sqlite3`` (dropping the append-only triggers first, because triggers are a seat
@@ -72,13 +75,13 @@ TILES_PER_LEVEL = (6, 3, 1)  # stored tiles of the baseline, by tile level
 SPANS = ((0, 0), (1, 2), (3, 3), (4, 6), (7, 7), (8, 10), (11, 11))  # (first, last) of the baseline
 
 WIDE_SIZE = 300
-WIDE_BATCH = 100  # heads at 100, 200, 300
+WIDE_BATCH = 100  # tree heads at 100, 200, 300 (on the spans ending at 99, 199, 299)
 
 TRIGGERS = (
     "entries_append_only", "entries_no_update", "entries_no_delete",
     "spans_append_only", "spans_no_update", "spans_no_delete",
     "tiles_no_dup", "tiles_no_update", "tiles_no_delete",
-    "heads_append_only", "heads_no_update", "heads_no_delete",
+    "runs_no_dup", "runs_no_update", "runs_no_delete",
     "checkpoints_no_dup", "checkpoints_no_update", "checkpoints_no_delete",
 )
 
@@ -161,24 +164,49 @@ def set_leaf(conn: sqlite3.Connection, seq: int, leaf: bytes) -> bool:
     return True
 
 
-def write_spans(conn: sqlite3.Connection, spans: list[tuple[int, int, str | None, str | None, str]]) -> None:
-    """Replace the whole span index by ``spans``."""
-    drop_triggers(conn, "spans_no_delete", "spans_append_only")
+# A span row as stored: (first, last, run, task, kind, root, ts).
+SpanRow = tuple[int, int, str | None, str | None, str, bytes | None, int | None]
+
+
+def head_spans(conn: sqlite3.Connection) -> list[tuple[int, bytes, int]]:
+    """(size, root, ts) of every recorded tree head: the span rows that carry a root, size = last + 1."""
+    return [(size, bytes(root), ts) for size, root, ts in conn.execute(
+        "SELECT last + 1, root, ts FROM spans WHERE root IS NOT NULL ORDER BY first").fetchall()]
+
+
+def set_head_root(conn: sqlite3.Connection, size: int, root: bytes | None) -> None:
+    """Store ``root`` as the tree head of ``size`` on the span ending at ``size - 1`` (None deletes it)."""
+    drop_triggers(conn, "spans_no_update")
+    cur = conn.execute("UPDATE spans SET root = ? WHERE last = ?", (root, size - 1))
+    assert cur.rowcount == 1, f"no span ends at {size - 1}"
+
+
+def write_spans(conn: sqlite3.Connection, spans: list[SpanRow]) -> None:
+    """Replace the whole span index by ``spans``, and the runs index by the one they imply."""
+    drop_triggers(conn, "spans_no_delete", "spans_append_only", "runs_no_delete")
     conn.execute("DELETE FROM spans")
-    conn.executemany("INSERT INTO spans(first, last, run, task, kind) VALUES (?,?,?,?,?)", spans)
+    conn.executemany("INSERT INTO spans(first, last, run, task, kind, root, ts) VALUES (?,?,?,?,?,?,?)", spans)
+    conn.execute("DELETE FROM runs")
+    conn.execute("INSERT INTO runs(run, first) SELECT run, min(first) FROM spans WHERE run IS NOT NULL "
+                 "GROUP BY run")
 
 
 def rebuild_spans(conn: sqlite3.Connection) -> None:
-    """Recompute the span index from the stored bodies (runs of equal run/task/kind coalesced)."""
-    spans: list[tuple[int, int, str | None, str | None, str]] = []
+    """Recompute the span index from the stored bodies, as the writer would have written it.
+
+    Runs of equal run/task/kind are coalesced inside each commit (never across a recorded tree
+    head), and each head stays on the span that ends its commit.
+    """
+    heads = {size: (root, ts) for size, root, ts in head_spans(conn)}
+    spans: list[SpanRow] = []
     for seq, body in conn.execute("SELECT seq, body FROM entries ORDER BY seq").fetchall():
         d = msgpack.unpackb(bytes(body), raw=False)
         labels = (d["run"], d["task"], d["kind"])
-        if spans and spans[-1][1] == seq - 1 and spans[-1][2:] == labels:
-            spans[-1] = (spans[-1][0], seq, *labels)
+        if spans and spans[-1][1] == seq - 1 and spans[-1][2:5] == labels and seq not in heads:
+            spans[-1] = (spans[-1][0], seq, *labels, None, None)
         else:
-            spans.append((seq, seq, *labels))
-    write_spans(conn, spans)
+            spans.append((seq, seq, *labels, None, None))
+    write_spans(conn, [(*span[:5], *heads.get(span[1] + 1, (None, None))) for span in spans])
 
 
 def insert_tile(conn: sqlite3.Connection, level: int, idx: int, hashes: bytes) -> None:
@@ -199,26 +227,26 @@ def _write_tiles(conn: sqlite3.Connection, tiles: list[tuple[Any, ...]], *, min_
 def rebuild_tree(conn: sqlite3.Connection, *, heads: bool = True) -> None:
     """Recompute every tile (and, with ``heads``, every tree head) from the stored bodies.
 
-    This is a careful forger: after it the stored tree agrees with the bodies, and only the old
-    heads (``heads=False``) or a checkpoint can tell that the bodies changed.
+    A tree head is the ``root`` of the span that ends its commit; ``heads`` recomputes those
+    roots in place (the spans and their ``ts`` stay). This is a careful forger: after it the stored
+    tree agrees with the bodies, and only the old heads (``heads=False``) or a checkpoint can tell
+    that the bodies changed.
     """
     h = tile_height(conn)
     leaves = [merkle.leaf_hash(bytes(body))
               for (body,) in conn.execute("SELECT body FROM entries ORDER BY seq").fetchall()]
-    head_rows = conn.execute("SELECT size, ts FROM heads ORDER BY size").fetchall()
+    sizes = [size for size, _root, _ts in head_spans(conn)]
     edge = TileEdge.empty(h)
     tiles: list[tuple[Any, ...]] = []
     roots: dict[int, bytes] = {}
-    for size in [s for s, _ in head_rows if s <= len(leaves)] + [len(leaves)]:
+    for size in [s for s in sizes if s <= len(leaves)] + [len(leaves)]:
         edge, full = edge.extended(leaves[edge.size:size])
         tiles += full
         roots[size] = edge.root()
     _write_tiles(conn, tiles)
     if heads:
-        drop_triggers(conn, "heads_no_delete", "heads_append_only")
-        conn.execute("DELETE FROM heads")
-        conn.executemany("INSERT INTO heads(size, root, ts) VALUES (?,?,?)",
-                         [(s, roots[s], ts) for s, ts in head_rows])
+        for size in sizes:
+            set_head_root(conn, size, roots[size])
 
 
 def restack_tiles(conn: sqlite3.Connection) -> None:
@@ -232,16 +260,21 @@ def restack_tiles(conn: sqlite3.Connection) -> None:
 
 
 def truncate_to(b: Baseline, size: int, *, checkpoint_rows: bool, checkpoint_files: bool) -> None:
-    """Roll the log back to ``size`` entries, consistently: entries, spans, tiles and heads beyond it go."""
+    """Roll the log back to ``size`` entries, consistently: entries, spans (with the tree heads
+    they carry), runs and tiles beyond it go.
+
+    ``size`` must be a size some commit ended at, so that the span left last already carries
+    the tree head of ``size``.
+    """
     with raw_db(b.db) as c:
         drop_triggers(c)
         h = tile_height(c)
+        assert size in [s for s, _root, _ts in head_spans(c)], f"no commit ended at size {size}"
         c.execute("DELETE FROM entries WHERE seq >= ?", (size,))
         c.execute("DELETE FROM spans WHERE first >= ?", (size,))
-        c.execute("UPDATE spans SET last = ? WHERE last >= ?", (size - 1, size))
+        c.execute("DELETE FROM runs WHERE first >= ?", (size,))
         # tile (level, idx) covers leaves up to ((idx + 1) << (h * (level + 1))) - 1
         c.execute("DELETE FROM tiles WHERE ((idx + 1) << (? * (level + 1))) > ?", (h, size))
-        c.execute("DELETE FROM heads WHERE size > ?", (size,))
         if checkpoint_rows:
             c.execute("DELETE FROM checkpoints WHERE size > ?", (size,))
     if checkpoint_files:
@@ -536,16 +569,24 @@ def _upper_tiles_recomputed_from_tampered_leaf(b: Baseline) -> None:
 
 
 def _flipped_bit_head_root(b: Baseline) -> None:
+    """One bit of the tree head at size 4 (the root on span [3]) flipped."""
     with raw_db(b.db) as c:
-        drop_triggers(c)
-        (r,) = c.execute("SELECT root FROM heads WHERE size = 4").fetchone()
-        c.execute("UPDATE heads SET root = ? WHERE size = 4", (flip_bit(r, 3),))
+        (r,) = c.execute("SELECT root FROM spans WHERE last = 3").fetchone()
+        set_head_root(c, 4, flip_bit(r, 3))
 
 
 def _deleted_latest_head(b: Baseline) -> None:
+    """The tree head at size 12 deleted: the root of the last span, [11], set to NULL."""
     with raw_db(b.db) as c:
-        drop_triggers(c)
-        c.execute("DELETE FROM heads WHERE size = 12")
+        set_head_root(c, 12, None)
+
+
+def _head_moved_to_inner_span(b: Baseline) -> None:
+    """The head at size 4 moved from span [3] to span [1-2], where no commit ended."""
+    with raw_db(b.db) as c:
+        (r,) = c.execute("SELECT root FROM spans WHERE last = 3").fetchone()
+        set_head_root(c, 4, None)
+        set_head_root(c, 3, bytes(r))
 
 
 def _entry_12() -> tuple[bytes, tuple[int, int, str | None, str | None, str]]:
@@ -587,6 +628,16 @@ def _extra_span_row(b: Baseline) -> None:
     """A span row for a seq 12 the log does not have."""
     with raw_db(b.db) as c:
         c.execute("INSERT INTO spans(first, last, run, task, kind) VALUES (12, 12, 'run-a', NULL, 'run.finished')")
+
+
+def _runs_sql(sql: str) -> Callable[[Baseline], None]:
+    """One statement on the runs index (baseline: the single row ``('run-a', 0)``) changing one
+    row, with the triggers dropped first."""
+    def mutate(b: Baseline) -> None:
+        with raw_db(b.db) as c:
+            drop_triggers(c)
+            assert c.execute(sql).rowcount == 1
+    return mutate
 
 
 def _forged_checkpoint_signature(b: Baseline) -> None:
@@ -693,8 +744,11 @@ CASES: tuple[TamperCase, ...] = (
     # A journal read with another tile height: its stored tiles no longer fit the tree's shape.
     TamperCase("tile-height-changed-1-to-2", _on_db(_set_tile_height(2)), "node-extra", 0),
     TamperCase("tile-height-changed-1-to-4", _on_db(_set_tile_height(4)), "node-extra", 0),
+    # tree heads are the roots on the spans ending each commit: [0] [3] [7] [11] (sizes 1, 4, 8, 12)
     TamperCase("flipped-bit-head-root", _flipped_bit_head_root, "head-root", 3),
     TamperCase("deleted-latest-head", _deleted_latest_head, "head-missing", 8),
+    # on span [1-2] the root reads as the head of size 3, which it is not
+    TamperCase("head-moved-to-inner-span", _head_moved_to_inner_span, "head-root", 2),
     # --- span index (baseline spans: [0] [1-2] [3] [4-6] [7] [8-10] [11])
     TamperCase("relabelled-span-run", _on_db(_edit_span_sql(4, "run = 'run-b'")), "entry-envelope", 4),
     TamperCase("relabelled-span-task", _on_db(_edit_span_sql(8, "task = 'task-9'")), "entry-envelope", 8),
@@ -709,6 +763,31 @@ CASES: tuple[TamperCase, ...] = (
     TamperCase("span-last-before-first", _on_db(_edit_span_sql(4, "last = 3")), "entry-index", 4),
     TamperCase("span-last-as-text", _on_db(_edit_span_sql(4, "last = 'six'")), "entry-index", 4),
     TamperCase("span-run-as-blob", _on_db(_edit_span_sql(4, "run = CAST(run AS BLOB)")), "entry-index", 4),
+    # --- runs index (baseline: one row, ('run-a', 0)); a query by run starts at the row's first,
+    # so a missing row hides the whole run and a later first hides its early entries. verify
+    # names the run's real first span (0) when the row for a real run is wrong or missing.
+    TamperCase("runs-row-deleted", _runs_sql("DELETE FROM runs WHERE run = 'run-a'"), "entry-index", 0),
+    TamperCase("runs-first-moved-later", _runs_sql("UPDATE runs SET first = 4 WHERE run = 'run-a'"),
+               "entry-index", 0),
+    # the triggers refuse a row that does not name the run of a span starting at its first; with
+    # them dropped, a row naming a run no span holds is an index entry for nothing, at its first
+    TamperCase("runs-row-for-unknown-run",
+               _runs_sql("INSERT INTO runs(run, first) VALUES ('run-z', 5)"),
+               "entry-index", 5),
+    # 'zero' has no integer form, so the INTEGER column keeps it as TEXT ('0' would become 0)
+    TamperCase("runs-first-as-text", _runs_sql("UPDATE runs SET first = 'zero' WHERE run = 'run-a'"),
+               "entry-index", 0),
+    # Run names compare byte for byte (BINARY collation, in the index and in the spans), so
+    # 'RUN-A' is another run, and no span holds it: verify flags the row at its first. Had a run
+    # 'RUN-A' really been written, its own row would already hold that key and the PRIMARY KEY
+    # refuses a second one (test_store.py: test_runs_differing_in_case_are_separate_runs).
+    TamperCase("runs-row-case-variant",
+               _runs_sql("INSERT INTO runs(run, first) VALUES ('RUN-A', 0)"),
+               "entry-index", 0),
+    # the same name as a BLOB is another key to SQLite, the same bytes to verify (triggers dropped)
+    TamperCase("runs-row-as-blob",
+               _runs_sql("INSERT INTO runs(run, first) VALUES (CAST('run-a' AS BLOB), 0)"),
+               "entry-index", 0),
     # --- rewritten history: only heads, checkpoints or an auditor's checkpoint can tell
     TamperCase("rewritten-entry-tiles-recomputed", _rewritten_entry_tiles_recomputed, "head-root", 7),
     TamperCase("rewritten-history-recomputed-tree", _rewritten_history_recomputed_tree,
@@ -752,7 +831,7 @@ CASES: tuple[TamperCase, ...] = (
                "leaf-hash", 4),
     TamperCase("node-tile-as-text", _on_db(_edit_tile_sql(1, 1, "hex(hashes)")), "node-hash", 4),
     TamperCase("tile-root-as-text", _on_db(_edit_tile_root_sql(1, 1, "hex(root)")), "node-hash", 4),
-    TamperCase("head-root-as-text", _retyped("heads", "root", "size = 4", "hex(root)"),
+    TamperCase("head-root-as-text", _retyped("spans", "root", "last = 3", "hex(root)"),
                "head-root", 3),
     TamperCase("checkpoint-note-as-blob",
                _retyped("checkpoints", "note", "size = 8", "CAST(note AS BLOB)"),

@@ -143,7 +143,11 @@ class Shape:
     def __init__(self, c: sqlite3.Connection) -> None:
         self.height = int(c.execute("SELECT value FROM meta WHERE key = 'tile_height'").fetchone()[0])
         self.size = c.execute("SELECT count(*) FROM entries").fetchone()[0]
-        self.heads = [s for (s,) in c.execute("SELECT size FROM heads ORDER BY size")]
+        # a tree head is the root on the span that ends its commit, for size = last + 1
+        self.heads = [s for (s,) in c.execute("SELECT last + 1 FROM spans WHERE root IS NOT NULL ORDER BY first")]
+        self.span_last = dict(c.execute("SELECT first, last FROM spans").fetchall())
+        self.run_first = dict(c.execute("SELECT run, min(first) FROM spans WHERE run IS NOT NULL GROUP BY run")
+                              .fetchall())
 
     def in_tile(self, seq: int, tile_level: int) -> bool:
         """Whether a full (stored) tile of that level covers entry ``seq``."""
@@ -214,7 +218,8 @@ TARGETS = {
     "span-kind": ("spans", "kind", "first", "1"),
     "tile-hashes": ("tiles", "hashes", "((level << 32) | idx)", "1"),
     "tile-root": ("tiles", "root", "((level << 32) | idx)", "1"),
-    "head-root": ("heads", "root", "size", "1"),
+    "head-root": ("spans", "root", "first", "root IS NOT NULL"),
+    "runs-run": ("runs", "run", "run", "1"),
 }
 
 
@@ -224,11 +229,15 @@ TARGETS = {
        pos=st.integers(min_value=0, max_value=10_000), value=st.integers(min_value=0, max_value=255))
 def test_any_single_byte_change_is_detected(pristine: dict[int, Pristine], height: int, target: str,
                                             row: int, op: str, pos: int, value: int) -> None:
-    """Flipping, deleting or inserting one byte of any stored entry, span, tile or head fails verify."""
+    """Flipping, deleting or inserting one byte of any stored entry, span, tile, head or runs row fails verify."""
     # The check (and seq) is predicted per target: an entry body is caught by its leaf hash when
     # a full level-0 tile covers it and by the first head over it otherwise (or by the envelope
     # check when the change hits the envelope); a span's text by the envelope check of its first
-    # entry; a tile by the exact hash that changed; a head by its root.
+    # entry; a tile by the exact hash that changed; a tree head (the root on the span that ends a
+    # commit) by head-root at that span's last seq, size - 1, since nothing checked before the
+    # heads reads a span's root; a run name in the runs index by entry-index at the first span of
+    # the run it named, which the index now lacks (the changed name is a run no span holds, but
+    # the real runs are checked first).
     table, column, key, where = TARGETS[target]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "journal.db"
@@ -243,19 +252,23 @@ def test_any_single_byte_change_is_detected(pristine: dict[int, Pristine], heigh
             blob = bytes(value_before)
             mutated = _mutate(blob, op, pos, value)
             assert mutated != blob
-            cast = "TEXT" if table == "spans" else "BLOB"  # keep the column's storage class
+            # keep the column's storage class
+            cast = "TEXT" if (table, column) in {("spans", "run"), ("spans", "task"), ("spans", "kind"),
+                                                 ("runs", "run")} else "BLOB"
             c.execute(f"UPDATE {table} SET {column} = CAST(? AS {cast}) WHERE {key} = ?",
                       (mutated, chosen))
         with Journal.open(db, readonly=True) as j, pytest.raises(VerificationError) as info:
             j.verify()
     if table == "entries":
         want = body_change_failures(shape, chosen, blob, mutated)
+    elif table == "spans" and column == "root":
+        want = {("head-root", shape.span_last[chosen])}
     elif table == "spans":
         want = {("entry-envelope", chosen)}
     elif table == "tiles":
         want = tile_change_failures(shape, chosen, column, op, pos)
     else:
-        want = {("head-root", chosen - 1)}
+        want = {("entry-index", shape.run_first[chosen])}
     assert (info.value.check, info.value.seq) in want, str(info.value)
 
 
@@ -273,6 +286,20 @@ def test_malformed_root_of_a_leaf_tile_is_node_hash(pristine: dict[int, Pristine
     with Journal.open(db, readonly=True) as j, pytest.raises(VerificationError) as info:
         j.verify()
     assert (info.value.check, info.value.seq) == ("node-hash", 4)
+
+
+def test_changed_head_on_a_multi_entry_span_is_named_by_its_last_seq(pristine: dict[int, Pristine],
+                                                                     tmp_path: Path) -> None:
+    """A tree head held by a span of several entries fails head-root at the span's last seq (size - 1), not its first."""
+    db = tmp_path / "journal.db"
+    db.write_bytes(pristine[4])
+    with raw_db(db) as c:
+        drop_all_triggers(c)
+        assert c.execute("SELECT last + 1 FROM spans WHERE first = 16 AND root IS NOT NULL").fetchone() == (18,)
+        c.execute("UPDATE spans SET root = zeroblob(32) WHERE first = 16")
+    with Journal.open(db, readonly=True) as j, pytest.raises(VerificationError) as info:
+        j.verify()
+    assert (info.value.check, info.value.seq) == ("head-root", 17)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -16,6 +16,7 @@ from ledger.errors import (
     MalformedInput,
     NotFound,
     UsageError,
+    VerificationError,
 )
 from ledger.journal import merkle
 from ledger.journal.journal import Journal
@@ -24,10 +25,10 @@ from ledger.journal.note import open_checkpoint
 from ledger.journal.store import Store
 
 try:
-    from .tamper_cases import CLOCK_START, counter_clock, raw_db
+    from .tamper_cases import CLOCK_START, TRIGGERS, counter_clock, raw_db
     from .test_tiles import full_tiles
 except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import CLOCK_START, counter_clock, raw_db  # type: ignore[no-redef]
+    from tamper_cases import CLOCK_START, TRIGGERS, counter_clock, raw_db  # type: ignore[no-redef]
     from test_tiles import full_tiles  # type: ignore[no-redef]
 
 
@@ -150,6 +151,128 @@ def test_entries_filters_combine(journal: Journal) -> None:
     assert seqs(start=7) == []
 
 
+# --------------------------------------------------------------------------- the runs index
+
+
+def runs_index(path: Path) -> dict[str, int]:
+    """The runs table as {run: first}."""
+    with raw_db(path) as c:
+        return dict(c.execute("SELECT run, first FROM runs").fetchall())
+
+
+def first_spans(path: Path) -> dict[str, int]:
+    """Brute force over the spans: the first span of every run."""
+    with raw_db(path) as c:
+        return dict(c.execute("SELECT run, min(first) FROM spans WHERE run IS NOT NULL GROUP BY run").fetchall())
+
+
+def test_query_by_a_run_that_returns_much_later_matches_brute_force(db_path: Path) -> None:
+    """entries(run=R) for a run that stops and comes back after many other runs' spans is exactly the brute-force set."""
+    with Journal.open(db_path, create=True, clock=counter_clock(), tile_height=2) as j:
+        j.append_many([("run.started", {}, "R", None), ("agent.tool", {"n": 0}, "R", "t1")])
+        for i in range(60):  # 120 entries of other runs (and of none), two spans per append
+            j.append_many([("agent.tool", {"i": i}, f"o{i % 3}", f"t{i % 2}"), ("note", {"i": i}, None, None)])
+        j.append_many([("agent.tool", {}, "o1", None), *[("agent.tool", {"n": n}, "R", "t1") for n in (1, 2, 3)],
+                       ("note", {}, None, None), ("task.result", {}, "R", "t1")])
+        for i in range(12):
+            j.append("agent.tool", {"i": i}, run="o2" if i % 3 else "R", task="t2")
+        everything = list(j.entries())
+        by_run = [e.seq for e in everything if e.run == "R"]
+        # R is back at 123..125 (one span) and 127, then every third single append from 128
+        assert by_run == [0, 1, 123, 124, 125, 127, 128, 131, 134, 137]
+        for run in ("R", "o0", "o1", "o2", "nope"):
+            for start, stop in ((0, None), (1, None), (2, 124), (100, 130), (124, None), (125, 126),
+                                (0, 2), (130, 3)):
+                for task in (None, "t1", "t2"):
+                    for kind in (None, "agent.tool"):
+                        want = [e.seq for e in everything if e.run == run and e.seq >= start
+                                and (stop is None or e.seq < stop) and task in (None, e.task)
+                                and kind in (None, e.kind)]
+                        got = [e.seq for e in j.entries(run=run, start=start, stop=stop, task=task, kind=kind)]
+                        assert got == want, (run, start, stop, task, kind)
+        assert j.verify()["size"] == len(everything)
+
+
+def test_runs_rows_are_written_once_per_run(db_path: Path) -> None:
+    """Many appends, by two handles and a reopened one, leave one runs row per run at its first span."""
+    a = Journal.open(db_path, create=True, clock=counter_clock())
+    b = Journal.open(db_path, clock=counter_clock())
+    try:
+        for i in range(90):
+            w = (a, b)[i % 2]  # each handle keeps its own cache of the runs it indexed
+            w.append_many([("k", {"i": i}, f"r{i % 7}", None), ("k", {"i": i}, f"r{(i * 5) % 11}", "t")])
+        for i in range(5):
+            b.append("k", {"i": i}, run=f"r{i}")
+    finally:
+        a.close()
+        b.close()
+    with Journal.open(db_path) as j:  # a cold cache: every run it appends to is already indexed
+        j.append_many([("k", {}, f"r{i}", None) for i in range(11)] + [("k", {}, "new", None)])
+        size = j.size
+        assert j.verify()["size"] == size
+    with raw_db(db_path) as c:
+        (count,) = c.execute("SELECT count(*) FROM runs").fetchone()
+    index = runs_index(db_path)
+    assert count == len(index) == 12  # r0..r10 and new
+    assert index == first_spans(db_path)
+    assert index["new"] == size - 1
+
+
+def test_run_first_seen_mid_batch_is_indexed_at_its_span(journal: Journal) -> None:
+    """A run first seen in the middle span of a mixed batch is indexed at that span's first, once."""
+    journal.append_many([("k", {}, "a", None)] * 2)
+    journal.append_many([("k", {}, "a", None), ("x", {}, None, None), ("k", {}, "b", "t"),
+                         ("k", {}, "b", "t"), ("k", {}, "c", None), ("k", {}, "b", None)])
+    path = Path(journal.store.path)
+    with raw_db(path) as c:
+        spans = c.execute("SELECT first, last, run, root IS NOT NULL FROM spans ORDER BY first").fetchall()
+    # batch two: [2] a, [3] no run, [4-5] b, [6] c, [7] b again; only [7] carries the tree head
+    assert spans == [(0, 1, "a", 1), (2, 2, "a", 0), (3, 3, None, 0), (4, 5, "b", 0), (6, 6, "c", 0),
+                     (7, 7, "b", 1)]
+    assert runs_index(path) == {"a": 0, "b": 4, "c": 6}
+    assert [e.seq for e in journal.entries(run="b")] == [4, 5, 7]
+    assert [e.seq for e in journal.entries(run="c")] == [6]
+
+
+def test_runs_differing_in_case_are_separate_runs(db_path: Path) -> None:
+    """Runs 'r' and 'R' get a row each and verify; a second row under either name is refused even without triggers."""
+    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+        j.append_many([("k", {}, "r", None), ("k", {}, "R", None), ("k", {}, "r", None)])
+        assert [e.seq for e in j.entries(run="r")] == [0, 2]
+        assert [e.seq for e in j.entries(run="R")] == [1]
+        assert j.verify()["size"] == 3
+    assert runs_index(db_path) == {"r": 0, "R": 1}
+    with raw_db(db_path) as c:
+        c.execute("DROP TRIGGER runs_no_dup")
+        with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+            c.execute("INSERT INTO runs(run, first) VALUES ('R', 0)")
+    assert runs_index(db_path) == {"r": 0, "R": 1}
+
+
+def test_runs_row_planted_before_its_run_is_written_is_caught(db_path: Path) -> None:
+    """A runs row planted for a run not written yet misleads later queries by run; verify names the run's real first span."""
+    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+        fill(j, 3)
+    with raw_db(db_path) as c:
+        try:
+            c.execute("INSERT INTO runs(run, first) VALUES ('r9', 1000)")
+            planted = True
+        except sqlite3.IntegrityError as exc:  # a stricter trigger would refuse it outright
+            assert "journal" in str(exc)
+            planted = False
+    with Journal.open(db_path, clock=counter_clock()) as j:
+        j.append_many([("k", {"i": i}, "r9", None) for i in range(4)])
+        seen = [e.seq for e in j.entries(run="r9")]
+        if not planted:
+            assert seen == [3, 4, 5, 6] and j.verify()["size"] == 7
+            return
+        # the writer's INSERT ... WHERE NOT EXISTS keeps the planted row: r9 is hidden from queries
+        assert seen == [] and runs_index(db_path)["r9"] == 1000
+        with pytest.raises(VerificationError) as info:
+            j.verify()
+    assert (info.value.check, info.value.seq) == ("entry-index", 3)
+
+
 def test_entry_lookup(journal: Journal) -> None:
     """entry(seq) returns that entry; a seq beyond the log is NotFound."""
     fill(journal, 3)
@@ -241,8 +364,9 @@ def test_wal_mode(db_path: Path) -> None:
 
 # --------------------------------------------------------------------------- refusals via raw SQL
 
-# The journal these run against (tile height 1): 8 entries appended one at a time, so spans
-# (0,0)..(7,7), heads 1..8, tiles (0,0)..(0,3), (1,0), (1,1) and (2,0), and a checkpoint at 8.
+# The journal these run against (tile height 1): 8 entries of run r1 appended one at a time, so
+# spans (0,0)..(7,7), each carrying the tree head of its commit (sizes 1..8) in root/ts, one runs
+# row ('r1', 0), tiles (0,0)..(0,3), (1,0), (1,1) and (2,0), and a checkpoint at 8.
 ENTRY = "INSERT {verb} INTO entries(seq, body) VALUES ({seq}, x'00')"
 SPAN = "INSERT {verb} INTO spans(first, last, run, task, kind) VALUES ({first}, {last}, NULL, NULL, 'k')"
 TILE = "INSERT {verb} INTO tiles(level, idx, hashes, root) VALUES ({level}, {idx}, x'00', x'00')"
@@ -278,10 +402,26 @@ REFUSED_SQL = {
     "tiles-update-idx": "UPDATE tiles SET idx = 7 WHERE level = 0 AND idx = 3",
     "tiles-delete-one": "DELETE FROM tiles WHERE level = 1 AND idx = 1",
     "tiles-delete-all": "DELETE FROM tiles",
-    "heads-insert-or-replace": "INSERT OR REPLACE INTO heads(size, root, ts) VALUES (8, x'00', 0)",
-    "heads-insert-older": "INSERT INTO heads(size, root, ts) VALUES (2, x'00', 0)",
-    "heads-update": "UPDATE heads SET root = x'00'",
-    "heads-delete": "DELETE FROM heads",
+    # tree heads live on the spans: a head cannot be rewritten, retyped, moved or deleted
+    "spans-update-root": "UPDATE spans SET root = x'00' WHERE first = 3",
+    "spans-update-root-as-text": "UPDATE spans SET root = hex(root) WHERE first = 3",
+    "spans-update-root-null": "UPDATE spans SET root = NULL WHERE first = 7",  # the latest head
+    "spans-update-root-onto-span": "UPDATE spans SET root = (SELECT root FROM spans WHERE first = 7) "
+                                   "WHERE first = 6",
+    "spans-update-ts": "UPDATE spans SET ts = 0 WHERE first = 3",
+    "spans-update-all-heads": "UPDATE spans SET root = NULL, ts = NULL",
+    "runs-insert-duplicate": "INSERT INTO runs(run, first) VALUES ('r1', 5)",
+    "runs-insert-or-replace": "INSERT OR REPLACE INTO runs(run, first) VALUES ('r1', 5)",
+    "runs-replace": "REPLACE INTO runs(run, first) VALUES ('r1', 3)",
+    "runs-insert-or-ignore-dup": "INSERT OR IGNORE INTO runs(run, first) VALUES ('r1', 0)",
+    "runs-update-first": "UPDATE runs SET first = 4 WHERE run = 'r1'",
+    "runs-update-run": "UPDATE runs SET run = 'r2'",
+    "runs-delete-one": "DELETE FROM runs WHERE run = 'r1'",
+    "runs-delete-all": "DELETE FROM runs",
+    "runs-insert-unknown-run": "INSERT INTO runs(run, first) VALUES ('r-unknown', 0)",
+    "runs-insert-at-a-span-of-another-run": "INSERT INTO runs(run, first) VALUES ('R1', 0)",
+    "runs-insert-name-as-blob": "INSERT INTO runs(run, first) VALUES (CAST('r1' AS BLOB), 0)",
+    "runs-insert-first-as-text": "INSERT INTO runs(run, first) VALUES ('r9', 'zero')",
     "checkpoints-insert-or-replace": "INSERT OR REPLACE INTO checkpoints(size, note, ts) "
                                      "VALUES (8, 'x', 0)",
     "checkpoints-update": "UPDATE checkpoints SET note = 'x'",
@@ -289,10 +429,19 @@ REFUSED_SQL = {
 }
 
 
+HISTORY_TABLES = ("entries", "spans", "runs", "tiles", "checkpoints")
+
+
 def table_snapshot(j: Journal) -> tuple[object, ...]:
-    """Every stored row the triggers protect, as plain values."""
+    """Every stored row the triggers protect, as the store reads them."""
     return ([e.raw for e in j.entries()], j.store.span_rows(), j.store.all_tiles(),
-            j.store.all_heads(), j.store.checkpoints())
+            j.store.all_heads(), j.store.run_rows(), j.store.checkpoints())
+
+
+def raw_snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every history table, all columns (span ts included), as SQLite returns them."""
+    with raw_db(path) as c:
+        return {t: c.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in HISTORY_TABLES}
 
 
 @pytest.mark.parametrize("sql", REFUSED_SQL.values(), ids=list(REFUSED_SQL))
@@ -302,14 +451,37 @@ def test_raw_sql_cannot_rewrite_history(db_path: Path, keyring: KeyRing, sql: st
         fill(j, 8)
         j.checkpoint(keyring)
         before = table_snapshot(j)
+    raw_before = raw_snapshot(db_path)
     assert [(lv, ix) for lv, ix, _h, _r in before[2]] == [  # type: ignore[attr-defined]
         (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (2, 0)]
     assert [row[:2] for row in before[1]] == [(i, i) for i in range(8)]  # type: ignore[attr-defined]
+    assert [h[0] for h in before[3]] == list(range(1, 9))  # type: ignore[attr-defined]
+    assert raw_before["runs"] == [("r1", 0)]
     with raw_db(db_path) as c, pytest.raises(sqlite3.IntegrityError, match="journal"):
         c.execute(sql)
+    assert raw_snapshot(db_path) == raw_before
     with Journal.open(db_path) as j:
         assert table_snapshot(j) == before
         assert j.verify(verifier=keyring.verifier)["size"] == 8
+
+
+def test_schema_triggers_are_the_ones_the_corpus_drops(db_path: Path) -> None:
+    """The schema's triggers are exactly tamper_cases.TRIGGERS, so drop_triggers() leaves none behind."""
+    with Journal.open(db_path, create=True):
+        pass
+    with raw_db(db_path) as c:
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert names == set(TRIGGERS)
+    assert not any(n.startswith("heads_") for n in names)
+
+
+def test_schema_tables_are_the_documented_ones(db_path: Path) -> None:
+    """A new journal has exactly the tables of the format: heads live on spans, no heads table."""
+    with Journal.open(db_path, create=True):
+        pass
+    with raw_db(db_path) as c:
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert names == {"meta", *HISTORY_TABLES}
 
 
 def test_meta_version_mismatch_is_refused(db_path: Path) -> None:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import JournalFormatError, KeyMaterialError, MalformedInput, VerificationError
+from ledger.errors import (
+    JournalFormatError,
+    KeyMaterialError,
+    LedgerError,
+    MalformedInput,
+    VerificationError,
+)
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing
 
@@ -29,6 +35,7 @@ try:
         build_wide,
         counter_clock,
         raw_db,
+        rebuild_spans,
         rebuild_tree,
         tile_height,
     )
@@ -50,6 +57,7 @@ except ImportError:  # tests/journal is not a package: pytest puts it on sys.pat
         build_wide,
         counter_clock,
         raw_db,
+        rebuild_spans,
         rebuild_tree,
         tile_height,
     )
@@ -81,9 +89,16 @@ def test_baseline_layout(baseline: Baseline) -> None:
         per_level = c.execute("SELECT level, count(*), min(idx), max(idx), min(length(hashes)), "
                               "max(length(hashes)) FROM tiles GROUP BY level ORDER BY level").fetchall()
         spans = c.execute("SELECT first, last FROM spans ORDER BY first").fetchall()
+        heads = c.execute("SELECT first, last + 1, typeof(root), typeof(ts) FROM spans "
+                          "WHERE root IS NOT NULL ORDER BY first").fetchall()
+        runs = c.execute("SELECT run, first FROM runs").fetchall()
     width = 32 << TILE_HEIGHT
     assert per_level == [(k, n, 0, n - 1, width, width) for k, n in enumerate(TILES_PER_LEVEL)]
     assert spans == [tuple(s) for s in SPANS]
+    # one tree head per append, on the span that ends it; one runs row
+    assert heads == [(0, 1, "blob", "integer"), (3, 4, "blob", "integer"), (7, 8, "blob", "integer"),
+                     (11, 12, "blob", "integer")]
+    assert runs == [("run-a", 0)]
     summary = run_verify(baseline, since=False)
     assert summary["tiles"] == sum(TILES_PER_LEVEL) and summary["spans"] == len(SPANS)
 
@@ -195,6 +210,62 @@ def test_corpus_covers_the_required_attacks() -> None:
         "consistency-truncated", "consistency-padded",
     }
     assert required <= {c.name for c in CASES} | {c.name for c in PROOF_CASES}
+
+
+def _case(name: str) -> TamperCase:
+    return next(c for c in CASES if c.name == name)
+
+
+def _stored_index(b: Baseline) -> tuple[object, ...]:
+    """Every span row (with the heads they carry) and every runs row, as stored."""
+    with raw_db(b.db) as c:
+        return (c.execute("SELECT first, last, run, task, kind, root, ts FROM spans ORDER BY first").fetchall(),
+                c.execute("SELECT run, first FROM runs ORDER BY run").fetchall())
+
+
+def test_forger_helpers_rebuild_the_untouched_baseline_exactly(baseline: Baseline) -> None:
+    """rebuild_spans and rebuild_tree(heads=True) reproduce the writer's rows, heads and runs byte for byte."""
+    before = _stored_index(baseline)
+    with raw_db(baseline.db) as c:
+        rebuild_spans(c)
+        rebuild_tree(c)
+    assert _stored_index(baseline) == before
+    assert run_verify(baseline, since=True)["size"] == SIZE
+
+
+@pytest.mark.parametrize("name, seen", [
+    ("runs-row-deleted", []),
+    ("runs-first-moved-later", list(range(4, SIZE))),
+], ids=["deleted", "moved-later"])
+def test_runs_index_attacks_hide_entries_from_queries_by_run(baseline: Baseline, name: str,
+                                                             seen: list[int]) -> None:
+    """A deleted or moved runs row makes entries(run=...) miss real entries, which is why verify must catch it."""
+    with Journal.open(baseline.db) as j:
+        assert [e.seq for e in j.entries(run="run-a")] == list(range(SIZE))
+    case = _case(name)
+    case.mutate(baseline)
+    with Journal.open(baseline.db) as j:
+        assert [e.seq for e in j.entries(run="run-a")] == seen
+        assert [e.seq for e in j.entries() if e.run == "run-a"] == list(range(SIZE))  # the entries are there
+    with pytest.raises(VerificationError) as info:
+        run_verify(baseline, since=True)
+    assert (info.value.check, info.value.seq) == (case.check, case.seq) == ("entry-index", 0)
+
+
+def test_runs_first_written_as_numeric_text_is_stored_as_an_integer(baseline: Baseline) -> None:
+    """'0' written into runs.first is converted by the column's INTEGER affinity: nothing changed, verify passes."""
+    with raw_db(baseline.db) as c:
+        c.execute("DROP TRIGGER runs_no_update")
+        c.execute("UPDATE runs SET first = '0' WHERE run = 'run-a'")
+        assert c.execute("SELECT typeof(first) FROM runs").fetchall() == [("integer",)]
+    assert run_verify(baseline, since=True)["size"] == SIZE
+
+
+def test_query_by_run_with_a_text_first_is_a_journal_error(baseline: Baseline) -> None:
+    """entries(run=...) over a runs row whose first is TEXT raises a LedgerError, not a TypeError."""
+    _case("runs-first-as-text").mutate(baseline)
+    with Journal.open(baseline.db) as j, pytest.raises(LedgerError):
+        list(j.entries(run="run-a"))
 
 
 @pytest.fixture
