@@ -22,8 +22,9 @@ is measured, and the target each figure is held to (issue 2, "Speed"):
 - ``disk``            (database bytes after ``wal_checkpoint(TRUNCATE)`` - entry bytes) / n
   (<= 200 bytes per entry).
 
-Rates are the median over ``--rounds`` rounds; each round uses fresh databases and rotates the
-order in which the systems run, so a warm cache or a busy disk does not favour one of them.
+Rates are the median over ``--rounds`` rounds; each round uses fresh databases, and within a
+round the systems write in interleaved chunks (10 transactions batched, 100 single appends) in a
+shuffled order, so a warm cache or a slow stretch of the disk does not favour one of them.
 """
 
 from __future__ import annotations
@@ -128,47 +129,40 @@ def disk_overhead(db: Path, body_sql: str) -> dict[str, Any]:
             "bytes_per_entry_by_object": by_object}
 
 
-def timed(fn: Callable[[], int]) -> float:
-    """Run ``fn`` (which returns how many entries it wrote) and return entries per second."""
-    start = time.perf_counter()
-    count = fn()
-    return count / (time.perf_counter() - start)
-
-
 # --------------------------------------------------------------------------- append workloads
 
+Writer = Callable[[int, int, int], None]
+"""``write(start, stop, per_tx)``: append entries start..stop-1, per_tx to a transaction."""
+
+
 class Workload:
-    """One system under test: ``run(db, n, per_tx)`` writes n entries, per_tx to a transaction."""
+    """One system under test: ``open`` makes a fresh database and returns a writer and a closer."""
 
     name = ""
 
-    def run(self, db: Path, n: int, per_tx: int, data: Sequence[dict[str, Any]],
-            synchronous: str) -> float:
+    def open(self, db: Path, data: Sequence[dict[str, Any]],
+             synchronous: str) -> tuple[Writer, Callable[[], None]]:
         raise NotImplementedError
 
 
 class JournalWorkload(Workload):
     name = "journal"
 
-    def run(self, db: Path, n: int, per_tx: int, data: Sequence[dict[str, Any]],
-            synchronous: str) -> float:
+    def open(self, db: Path, data: Sequence[dict[str, Any]],
+             synchronous: str) -> tuple[Writer, Callable[[], None]]:
         j = Journal.open(db, create=True, synchronous=synchronous)
         m = len(data)
 
-        def go() -> int:
+        def write(start: int, stop: int, per_tx: int) -> None:
             if per_tx == 1:
-                for i in range(n):
+                for i in range(start, stop):
                     j.append(KIND, data[i % m], run=RUN_ID, task=TASK_ID)
             else:
-                for start in range(0, n, per_tx):
+                for first in range(start, stop, per_tx):
                     j.append_many([(KIND, data[i % m], RUN_ID, TASK_ID)
-                                   for i in range(start, min(start + per_tx, n))])
-            return n
+                                   for i in range(first, min(first + per_tx, stop))])
 
-        try:
-            return timed(go)
-        finally:
-            j.close()
+        return write, j.close
 
 
 MIXED_KINDS = ("agent.output", "agent.tool", "trace.exec", "agent.output")
@@ -184,47 +178,39 @@ class MixedJournalWorkload(Workload):
 
     name = "journal_mixed"
 
-    def run(self, db: Path, n: int, per_tx: int, data: Sequence[dict[str, Any]],
-            synchronous: str) -> float:
+    def open(self, db: Path, data: Sequence[dict[str, Any]],
+             synchronous: str) -> tuple[Writer, Callable[[], None]]:
         j = Journal.open(db, create=True, synchronous=synchronous)
         m = len(data)
 
-        def go() -> int:
-            for start in range(0, n, per_tx):
+        def write(start: int, stop: int, per_tx: int) -> None:
+            for first in range(start, stop, per_tx):
                 j.append_many([(MIXED_KINDS[i % 4], data[i % m], RUN_ID, MIXED_TASKS[(i >> 2) % 2])
-                               for i in range(start, min(start + per_tx, n))])
-            return n
+                               for i in range(first, min(first + per_tx, stop))])
 
-        try:
-            return timed(go)
-        finally:
-            j.close()
+        return write, j.close
 
 
 class RawWorkload(Workload):
     name = "raw"
 
-    def run(self, db: Path, n: int, per_tx: int, data: Sequence[dict[str, Any]],
-            synchronous: str) -> float:
+    def open(self, db: Path, data: Sequence[dict[str, Any]],
+             synchronous: str) -> tuple[Writer, Callable[[], None]]:
         conn = sqlite3.connect(db, isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("CREATE TABLE raw(seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
         m = len(data)
 
-        def go() -> int:
-            for start in range(0, n, per_tx):
+        def write(start: int, stop: int, per_tx: int) -> None:
+            for first in range(start, stop, per_tx):
                 ts = time.time_ns()
-                rows = [(i, raw_entry(i, ts, data[i % m])) for i in range(start, min(start + per_tx, n))]
+                rows = [(i, raw_entry(i, ts, data[i % m])) for i in range(first, min(first + per_tx, stop))]
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("INSERT INTO raw(seq, body) VALUES (?, ?)", rows)
                 conn.execute("COMMIT")
-            return n
 
-        try:
-            return timed(go)
-        finally:
-            conn.close()
+        return write, conn.close
 
 
 class EventsourcingWorkload(Workload):
@@ -242,8 +228,8 @@ class EventsourcingWorkload(Workload):
         self.version = metadata.version("eventsourcing")
         self.synchronous_seen: int | None = None
 
-    def run(self, db: Path, n: int, per_tx: int, data: Sequence[dict[str, Any]],
-            synchronous: str) -> float:
+    def open(self, db: Path, data: Sequence[dict[str, Any]],
+             synchronous: str) -> tuple[Writer, Callable[[], None]]:
         import uuid
 
         datastore = self.datastore_class(str(db))
@@ -266,19 +252,15 @@ class EventsourcingWorkload(Workload):
         event = self.stored_event
         m = len(data)
 
-        def go() -> int:
-            for start in range(0, n, per_tx):
+        def write(start: int, stop: int, per_tx: int) -> None:
+            for first in range(start, stop, per_tx):
                 ts = time.time_ns()
                 recorder.insert_events([
                     event(originator_id=oid, originator_version=i, topic=KIND,
                           state=raw_entry(i, ts, data[i % m]))
-                    for i in range(start, min(start + per_tx, n))])
-            return n
+                    for i in range(first, min(first + per_tx, stop))])
 
-        try:
-            return timed(go)
-        finally:
-            datastore.close()
+        return write, datastore.close
 
 
 def load_eventsourcing() -> tuple[EventsourcingWorkload | None, str | None]:
@@ -289,19 +271,35 @@ def load_eventsourcing() -> tuple[EventsourcingWorkload | None, str | None]:
 
 
 def run_appends(workloads: list[Workload], n: int, per_tx: int, rounds: int, tmp: Path,
-                data: Sequence[dict[str, Any]], synchronous: str, label: str,
+                data: Sequence[dict[str, Any]], synchronous: str, label: str, chunk: int,
                 keep_last: bool = False) -> tuple[dict[str, list[float]], dict[str, Path]]:
-    """Median-able rates per workload; the order rotates every round."""
+    """Entries per second of each workload, one figure per round.
+
+    In a round every workload writes n entries into a fresh database, interleaved: chunks of
+    ``chunk`` entries, the order of the workloads shuffled for every chunk. A slow stretch of the
+    disk (fsync latency drifts) then falls on all of them alike instead of on whichever ran then.
+    """
     rates: dict[str, list[float]] = {w.name: [] for w in workloads}
     kept: dict[str, Path] = {}
+    rng = random.Random(SEED)
     for r in range(rounds):
-        order = workloads[r % len(workloads):] + workloads[:r % len(workloads)]
-        for w in order:
+        opened = []
+        for w in workloads:
             db = tmp / f"{label}-{w.name}-{r}" / "journal.db"
             db.parent.mkdir()
-            rate = w.run(db, n, per_tx, data, synchronous)
-            rates[w.name].append(rate)
-            log(f"{label} round {r + 1}/{rounds} {w.name}: {rate:,.0f} entries/s")
+            write, close = w.open(db, data, synchronous)
+            opened.append((w, db, write, close))
+        spent = {w.name: 0.0 for w in workloads}
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            for w, _db, write, _close in rng.sample(opened, len(opened)):
+                t0 = time.perf_counter()
+                write(start, stop, per_tx)
+                spent[w.name] += time.perf_counter() - t0
+        for w, db, _write, close in opened:
+            close()
+            rates[w.name].append(n / spent[w.name])
+            log(f"{label} round {r + 1}/{rounds} {w.name}: {n / spent[w.name]:,.0f} entries/s")
             if keep_last and r == rounds - 1:
                 kept[w.name] = db
             else:
@@ -429,10 +427,11 @@ def benchmark(sizes: Sizes, synchronous: str, tmp: Path, *, quick: bool) -> dict
     if es is not None:
         workloads.append(es)
 
-    batched, kept_batched = run_appends([*workloads, MixedJournalWorkload()], sizes.batched, BATCH, sizes.rounds, tmp, data,
-                                        synchronous, "batched", keep_last=True)
+    batched, kept_batched = run_appends([*workloads, MixedJournalWorkload()], sizes.batched, BATCH,
+                                        sizes.rounds, tmp, data, synchronous, "batched",
+                                        chunk=10 * BATCH, keep_last=True)
     single, kept_single = run_appends(workloads, sizes.single, 1, sizes.rounds, tmp, data,
-                                      synchronous, "single", keep_last=True)
+                                      synchronous, "single", chunk=100, keep_last=True)
     batched_disk = disk_overhead(kept_batched["journal"],
                               "SELECT count(*), sum(length(body)) FROM entries")
     raw_disk = disk_overhead(kept_batched["raw"], "SELECT count(*), sum(length(body)) FROM raw")

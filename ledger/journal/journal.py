@@ -108,7 +108,9 @@ class Journal:
     def append(self, kind: str, data: Mapping[str, Any], *, run: str | None = None,
                task: str | None = None) -> Entry:
         """Append one entry in its own transaction; it is durable when this returns."""
-        return self._store.append([(kind, dict(data), run, task)], self._clock)[0]
+        # encode_entries copies a plain dict before it checks and packs it
+        return self._store.append([(kind, data if type(data) is dict else dict(data), run, task)],
+                                  self._clock)[0]
 
     def append_many(self, items: Iterable[Mapping[str, Any] | Item]) -> list[Entry]:
         """Append several entries in one transaction (all or none).

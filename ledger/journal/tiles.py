@@ -164,6 +164,21 @@ class TileEdge:
 
         ``root`` is the hash of the tile's subtree, i.e. hash ``index`` of tree level ``h*(level+1)``.
         """
+        h = self.height
+        if len(leaves) == 1 and self.partial and len(self.partial[0]) + HASH_SIZE < HASH_SIZE << h:
+            # one leaf that does not fill a tile (15 appends in 16): only level 0 changes
+            leaf = leaves[0]
+            if type(leaf) is not bytes or len(leaf) != HASH_SIZE:
+                raise UsageError(f"new leaf 0 is not a {HASH_SIZE}-byte leaf hash")
+            part = self.partial[0]
+            old0 = self._pieces[0]
+            grown = TileEdge.__new__(TileEdge)
+            grown.height = h
+            grown.size = self.size + 1
+            grown.partial = (part + leaf, *self.partial[1:])
+            grown._pieces = [None if old0 is None else _grown(old0, len(part) // HASH_SIZE, leaf),
+                             *self._pieces[1:]]
+            return grown, []
         try:
             add = b"".join(leaves)
         except TypeError:
@@ -173,7 +188,6 @@ class TileEdge:
             bad = next((i for i, leaf in enumerate(leaves)
                         if type(leaf) is not bytes or len(leaf) != HASH_SIZE), 0)
             raise UsageError(f"new leaf {bad} is not a {HASH_SIZE}-byte leaf hash")
-        h = self.height
         tile_bytes = HASH_SIZE << h
         parts = list(self.partial)
         tiles: list[tuple[int, int, bytes, bytes]] = []
