@@ -271,3 +271,34 @@ def test_evaluators_import_no_io(path: Path) -> None:
             names = [node.module]
         for name in names:
             assert name.split(".")[0] not in FORBIDDEN, f"{path.name} imports {name}"
+
+
+def test_replay_pauses_the_cyclic_gc_and_restores_it() -> None:
+    """The collector is off while the entries are folded, then back as it was, even on error."""
+    import gc
+
+    b = sample_run()
+    seen: list[bool] = []
+
+    def watched() -> Any:
+        for e in b.entries:
+            seen.append(gc.isenabled())
+            yield e
+
+    assert gc.isenabled()
+    assert replay(watched(), b.run).reproduced
+    assert seen and not any(seen) and gc.isenabled()
+
+    def broken() -> Any:
+        yield b.entries[0]
+        raise RuntimeError("reader failed")
+
+    with pytest.raises(RuntimeError):
+        replay(broken(), b.run)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        replay(b.entries, b.run)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
