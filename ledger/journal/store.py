@@ -220,8 +220,8 @@ class Store:
 
     # ------------------------------------------------------------------ writing
 
-    @contextmanager
-    def _write_tx(self) -> Iterator[sqlite3.Connection]:
+    def _begin(self) -> sqlite3.Connection:
+        """Start a write transaction (``BEGIN IMMEDIATE``: the write lock is taken now)."""
         if self.readonly:
             raise JournalConflict("journal opened read-only")
         c = self._conn
@@ -229,31 +229,36 @@ class Store:
             c.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise JournalConflict(f"could not lock the journal for writing: {exc}") from exc
+        return c
+
+    def _abort(self) -> None:
+        """Roll back the open transaction; the cached right edge may describe it, so drop it."""
+        with suppress(sqlite3.Error):
+            self._conn.execute("ROLLBACK")
+        self._edge = None
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._abort()
+            raise JournalConflict(f"commit failed: {exc}") from exc
+
+    @contextmanager
+    def _write_tx(self) -> Iterator[sqlite3.Connection]:
+        c = self._begin()
         try:
             yield c
         except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            self._edge = None
+            self._abort()
             raise
-        try:
-            c.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._edge = None
-            raise JournalConflict(f"commit failed: {exc}") from exc
+        self._commit()
 
     def append(self, items: Sequence[Item], clock: Callable[[], int]) -> list[Entry]:
         """Append items as one transaction; return the entries with their seqs and bytes."""
         if not items:
             return []
-        if self.readonly:
-            raise JournalConflict("journal opened read-only")
-        c = self._conn
-        # The transaction is spelled out rather than taken from _write_tx: this is the hot path.
-        try:
-            c.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise JournalConflict(f"could not lock the journal for writing: {exc}") from exc
+        c = self._begin()  # not _write_tx: a generator context manager costs more on this hot path
         try:
             row = c.execute("SELECT last FROM spans ORDER BY first DESC LIMIT 1").fetchone()
             size = row[0] + 1 if row else 0
@@ -276,17 +281,9 @@ class Store:
             except sqlite3.IntegrityError as exc:
                 raise JournalConflict(f"journal refused the append: {exc}") from exc
         except BaseException:
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            self._edge = None
+            self._abort()
             raise
-        try:
-            c.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._edge = None
-            with suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-            raise JournalConflict(f"commit failed: {exc}") from exc
+        self._commit()
         self._edge = grown
         if new_runs:
             self._known_runs.update(new_runs)
