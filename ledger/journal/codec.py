@@ -386,14 +386,14 @@ def _encode_checked(seq: int, ts: int, kind: Any, data: Any, run: Any, task: Any
     return _new_entry(Entry, (seq, ts, run, task, kind, canon, raw))
 
 
-def envelope_suffix(seq: int, run: bytes | None, task: bytes | None, kind: bytes) -> bytes:
-    """The bytes that follow ``data`` in a canonical entry, up to (not including) the ts value.
+def envelope_around_seq(run: bytes | None, task: bytes | None, kind: bytes) -> tuple[bytes, bytes]:
+    """The envelope bytes just before and just after the seq value of a canonical entry.
 
-    ``run``/``task``/``kind`` are the UTF-8 bytes of the stored columns. Used by ``verify`` to
-    check that the indexed columns agree with the entry bytes without decoding every entry.
+    A canonical entry ends with ``<before><seq><after><ts>\\xa1v\\x01``, where ``<seq>`` is
+    ``pack_uint(seq)``. ``run``/``task``/``kind`` are UTF-8 bytes (as an index stores them).
+    ``verify`` uses this to check an index against the entry bytes without decoding them.
     """
-    head, tail = _suffix_parts(run, task, kind)
-    return head + _pack_uint(seq) + tail
+    return _suffix_parts(run, task, kind)
 
 
 def _envelope_parts(run: str | None, task: str | None, kind: str) -> tuple[bytes, bytes]:
@@ -416,7 +416,7 @@ def _suffix_parts(run: bytes | None, task: bytes | None, kind: bytes) -> tuple[b
             b"\xa4task" + _str_header(task) + b"\xa2ts")
 
 
-def _pack_uint(n: int) -> bytes:
+def pack_uint(n: int) -> bytes:
     """msgpack's smallest form of a non-negative integer."""
     if n < 0x80:
         return _SMALL_INTS[n]

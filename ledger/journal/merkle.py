@@ -205,7 +205,7 @@ def _missing(key: Key | None) -> VerificationError:
     return VerificationError("tree-nodes", f"node source lacks {where}")
 
 
-def _fold(hashes: Sequence[bytes]) -> bytes:
+def fold(hashes: Sequence[bytes]) -> bytes:
     """Right fold of adjacent subtree hashes (left to right) into the hash of their union."""
     acc = hashes[-1]
     for i in range(len(hashes) - 2, -1, -1):
@@ -218,7 +218,7 @@ def _hashes_of(ranges: Sequence[tuple[int, int]], fetch: Fetch) -> list[bytes]:
     if not per_range:
         return []
     got = _fetch_all(fetch, _keys_of(ranges))
-    return [_fold([got[key] for key in keys]) for keys in per_range]
+    return [fold([got[key] for key in keys]) for keys in per_range]
 
 
 def root(size: int, fetch: Fetch) -> bytes:
@@ -227,7 +227,7 @@ def root(size: int, fetch: Fetch) -> bytes:
     if not keys:
         return EMPTY_ROOT
     got = _fetch_all(fetch, keys)
-    return _fold([got[key] for key in keys])
+    return fold([got[key] for key in keys])
 
 
 def inclusion_proof(index: int, size: int, fetch: Fetch) -> list[bytes]:

@@ -26,6 +26,7 @@ import hashlib
 from collections.abc import Sequence
 
 from ledger.errors import UsageError
+from ledger.journal.merkle import EMPTY_ROOT, fold
 
 HASH_SIZE = 32
 DEFAULT_HEIGHT = 4
@@ -63,15 +64,6 @@ def subtree_root(packed: bytes) -> bytes:
     while len(packed) > HASH_SIZE:
         packed = hash_pairs(packed)
     return packed
-
-
-def fold(hashes: Sequence[bytes]) -> bytes:
-    """Right fold of adjacent complete-subtree hashes, left to right, into the root of their union."""
-    acc = hashes[-1]
-    sha = _sha256
-    for i in range(len(hashes) - 2, -1, -1):
-        acc = sha(b"\x01" + hashes[i] + acc).digest()
-    return acc
 
 
 def locate(level: int, index: int, height: int) -> tuple[int, int, int, int]:
@@ -240,6 +232,4 @@ class TileEdge:
     def root(self) -> bytes:
         """The RFC 6962 root of the tree (SHA-256 of nothing for the empty tree)."""
         hashes = self.frontier()
-        if not hashes:
-            return _sha256(b"").digest()
-        return fold(hashes)
+        return fold(hashes) if hashes else EMPTY_ROOT

@@ -34,7 +34,7 @@ import msgpack
 
 from ledger.errors import KeyMaterialError, MalformedInput, VerificationError
 from ledger.journal import merkle
-from ledger.journal.codec import FORMAT_VERSION, _pack_uint, _suffix_parts, decode_entry
+from ledger.journal.codec import FORMAT_VERSION, decode_entry, envelope_around_seq, pack_uint
 from ledger.journal.store import Store
 from ledger.journal.tiles import HASH_SIZE, hash_pairs
 
@@ -99,12 +99,12 @@ class _Spans:
         while seq < end:
             if seq >= self._next:
                 _first, last, run_b, task_b, kind_b = self._take()
-                self._span = (last, run_b, task_b, kind_b, *_suffix_parts(run_b, task_b, kind_b))
+                self._span = (last, run_b, task_b, kind_b, *envelope_around_seq(run_b, task_b, kind_b))
             last, run_b, task_b, kind_b, head, tail = self._span
             stop = min(last + 1, end)
             chunk = bodies[seq - start:stop - start]
             # A canonical entry ends with <head><seq><tail><ts as uint64>\xa1v\x01.
-            pu = _pack_uint
+            pu = pack_uint
             if deep:
                 bad = list(range(seq, stop))
             else:

@@ -10,11 +10,7 @@ import pytest
 
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing, init_keys, load_keys
-
-try:
-    from .tamper_cases import KEY_NAME, counter_clock, seeded_rng
-except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import KEY_NAME, counter_clock, seeded_rng  # type: ignore[no-redef]
+from tests.journal.tamper_cases import KEY_NAME, counter_clock, seeded_rng
 
 
 @pytest.fixture

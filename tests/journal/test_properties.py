@@ -15,13 +15,8 @@ from ledger.errors import VerificationError
 from ledger.journal import merkle
 from ledger.journal.codec import canonical_bytes, decode_entry
 from ledger.journal.journal import Journal
-
-try:
-    from .tamper_cases import counter_clock, raw_db
-    from .test_tiles import full_tiles
-except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import counter_clock, raw_db  # type: ignore[no-redef]
-    from test_tiles import full_tiles  # type: ignore[no-redef]
+from tests.journal.tamper_cases import counter_clock, raw_db
+from tests.journal.test_tiles import full_tiles
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**64 - 1)

@@ -23,13 +23,8 @@ from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing
 from ledger.journal.note import open_checkpoint
 from ledger.journal.store import Store
-
-try:
-    from .tamper_cases import CLOCK_START, TRIGGERS, counter_clock, raw_db
-    from .test_tiles import full_tiles
-except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import CLOCK_START, TRIGGERS, counter_clock, raw_db  # type: ignore[no-redef]
-    from test_tiles import full_tiles  # type: ignore[no-redef]
+from tests.journal.tamper_cases import CLOCK_START, TRIGGERS, counter_clock, raw_db
+from tests.journal.test_tiles import full_tiles
 
 
 def fill(j: Journal, n: int) -> None:

@@ -16,51 +16,27 @@ from ledger.errors import (
 )
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing
-
-try:
-    from .tamper_cases import (
-        CASES,
-        PROOF_CASES,
-        SIZE,
-        SPANS,
-        TILE_HEIGHT,
-        TILES_PER_LEVEL,
-        WIDE_CASES,
-        WIDE_SIZE,
-        Baseline,
-        ProofCase,
-        TamperCase,
-        TileCase,
-        build_baseline,
-        build_wide,
-        counter_clock,
-        raw_db,
-        rebuild_spans,
-        rebuild_tree,
-        tile_height,
-    )
-except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import (  # type: ignore[no-redef]
-        CASES,
-        PROOF_CASES,
-        SIZE,
-        SPANS,
-        TILE_HEIGHT,
-        TILES_PER_LEVEL,
-        WIDE_CASES,
-        WIDE_SIZE,
-        Baseline,
-        ProofCase,
-        TamperCase,
-        TileCase,
-        build_baseline,
-        build_wide,
-        counter_clock,
-        raw_db,
-        rebuild_spans,
-        rebuild_tree,
-        tile_height,
-    )
+from tests.journal.tamper_cases import (
+    CASES,
+    PROOF_CASES,
+    SIZE,
+    SPANS,
+    TILE_HEIGHT,
+    TILES_PER_LEVEL,
+    WIDE_CASES,
+    WIDE_SIZE,
+    Baseline,
+    ProofCase,
+    TamperCase,
+    TileCase,
+    build_baseline,
+    build_wide,
+    counter_clock,
+    raw_db,
+    rebuild_spans,
+    rebuild_tree,
+    tile_height,
+)
 
 
 @pytest.fixture

@@ -21,16 +21,11 @@ from ledger.journal.tiles import (
     MAX_HEIGHT,
     TileEdge,
     check_height,
-    fold,
     hash_up,
     locate,
     subtree_root,
 )
-
-try:
-    from .tamper_cases import counter_clock, raw_db
-except ImportError:  # tests/journal is not a package: pytest puts it on sys.path instead
-    from tamper_cases import counter_clock, raw_db  # type: ignore[no-redef]
+from tests.journal.tamper_cases import counter_clock, raw_db
 
 TileKey = tuple[int, int]
 Tile = tuple[bytes, bytes]  # (the tile's W hashes, the root of its subtree)
@@ -260,7 +255,7 @@ def test_subtree_root_and_fold() -> None:
             subtree_root(bad)
     nodes = reference_nodes()
     for size in (1, 2, 3, 13, 64, 99):
-        assert fold([nodes[k] for k in merkle.frontier_keys(size)]) == reference_root(size)
+        assert merkle.fold([nodes[k] for k in merkle.frontier_keys(size)]) == reference_root(size)
 
 
 # --------------------------------------------------------------------------- Store.fetch_nodes
