@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from ledger.journal.journal import Journal
+from tests import agent_env
 from tests.bench import fakes
 from tests.doc_tables import documented_fields as doc_table_fields
 
@@ -88,5 +89,5 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BenchEnv]:
     """A temporary working folder with nothing agent-like on PATH until fakes are installed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LEDGER_HOME", raising=False)
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("PATH", agent_env.system_path())
     yield BenchEnv(tmp_path, monkeypatch)

@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests import agent_env
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 SCRIPT = r'''#!__PYTHON__ -S
@@ -244,7 +246,7 @@ def install(bin_dir: Path, monkeypatch: Any, fakes: dict[str, dict[str, Any]]) -
     """Put fakes on PATH (and nothing else that looks like an agent CLI)."""
     for name, config in fakes.items():
         write_fake(bin_dir, name, **config)
-    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"]))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), agent_env.system_path()]))
     return bin_dir
 
 
