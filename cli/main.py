@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "cli.tasks_cmds",
     "cli.bench_cmds",
     "cli.attest_cmds",
+    "cli.view_cmds",
 ]
 
 

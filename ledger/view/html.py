@@ -1,0 +1,388 @@
+"""Render report models as one self-contained HTML document (inline CSS, JS and SVG; no network).
+
+The summary (scores, components, tiers, agents, charts, comparisons, the attempts table) is
+rendered here as static HTML, so it reads without JavaScript. Each attempt's detail (diff,
+transcript, tests, attestation evidence, timeline) is a JSON block in the same file that the
+page's script parses only when the row is opened: a run of 1,000 attempts opens at once.
+Every text from the journal is escaped here, or set with ``textContent`` by the script.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from importlib import resources
+from typing import Any
+
+from evaluators.compare import COMPONENTS, compare
+from evaluators.explore import AttemptDetail, RunReport
+from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
+from ledger.tasks.model import TIERS
+
+SIZE_MARK = "@@REPORT-SIZE@@"
+PALETTE = ("#2456a6", "#c2410c", "#17803d", "#7c3aed", "#b42318", "#0e7490", "#a16207", "#be185d")
+
+
+def _asset(name: str) -> str:
+    return resources.files("ledger.view").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _cell(value: Any, key: str | None = None, digits: int = 4) -> str:
+    """A numeric cell; ``data-k`` names the report field and ``data-v`` holds its exact JSON value."""
+    attrs = ' class="n"'
+    if key is not None:
+        attrs += f' data-k="{_e(key)}" data-v="{_e(json.dumps(value))}"'
+    return f"<td{attrs}>{_e(_num(value, digits))}</td>"
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _json_block(element_id: str, value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    # "</" and "<!--" cannot end or confuse the script element; U+2028/9 are fine in JSON.
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'<script type="application/json" id="{_e(element_id)}">{text}</script>'
+
+
+# --------------------------------------------------------------------------- charts (inline SVG)
+
+def _bars_svg(per_agent: dict[str, Any], overall: dict[str, Any]) -> str:
+    """Grouped bars: the five components and the score, one colour per agent."""
+    series = [("all", overall)] + sorted(per_agent.items()) if len(per_agent) > 1 else [
+        ("all", overall)]
+    metrics = [*COMPONENTS, "score"]
+    width, height, left, bottom = 620, 200, 34, 34
+    group_w = (width - left) / len(metrics)
+    bar_w = max(4.0, (group_w - 12) / len(series))
+    parts = [f'<svg role="img" aria-label="components per agent" width="{width}" '
+             f'height="{height + 20}" viewBox="0 0 {width} {height + 20}">']
+    for tick in (0.0, 0.5, 1.0):
+        y = height - bottom - tick * (height - bottom - 10)
+        parts.append(f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e6ea"/>'
+                     f'<text x="2" y="{y + 4:.1f}">{tick:.1f}</text>')
+    for mi, metric in enumerate(metrics):
+        x0 = left + mi * group_w + 6
+        for si, (name, row) in enumerate(series):
+            value = row["score"] if metric == "score" else row["components"][metric]
+            value = 0.0 if value is None else float(value)
+            h = value * (height - bottom - 10)
+            x = x0 + si * bar_w
+            parts.append(f'<rect x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar_w - 1:.1f}" '
+                         f'height="{h:.1f}" fill="{PALETTE[si % len(PALETTE)]}">'
+                         f"<title>{_e(name)} {_e(metric)} {value:.4f}</title></rect>")
+        parts.append(f'<text x="{x0:.1f}" y="{height - bottom + 14}">{_e(metric.replace("_", " "))}'
+                     "</text>")
+    for si, (name, _) in enumerate(series):
+        x = left + si * 110
+        parts.append(f'<rect x="{x}" y="{height}" width="10" height="10" '
+                     f'fill="{PALETTE[si % len(PALETTE)]}"/><text x="{x + 14}" y="{height + 9}">'
+                     f"{_e(name[:14])}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _frontier_svg(report: RunReport) -> str:
+    """Score against total cost per agent; agents on the cost frontier are filled."""
+    pts = report.frontier
+    if not pts:
+        return '<p class="meta">no agent has a score and a cost</p>'
+    width, height, pad = 420, 240, 40
+    max_cost = max(p.cost_usd for p in pts) or 1.0
+    parts = [f'<svg role="img" aria-label="score against cost" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}">',
+             f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" stroke="#999"/>',
+             f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#999"/>',
+             f'<text x="{width / 2:.0f}" y="{height - 8}">cost (USD), max {max_cost:.4f}</text>',
+             '<text x="2" y="14">score</text>']
+    frontier = sorted((p for p in pts if p.on_frontier), key=lambda p: p.cost_usd)
+
+    def xy(cost: float, score: float) -> tuple[float, float]:
+        return (pad + cost / max_cost * (width - pad - 30),
+                height - pad - score * (height - pad - 20))
+
+    if len(frontier) > 1:
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(p.cost_usd, p.score) for p in frontier))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="#17803d" stroke-dasharray="4 3"/>')
+    for i, p in enumerate(pts):
+        x, y = xy(p.cost_usd, p.score)
+        color = PALETTE[i % len(PALETTE)]
+        fill = color if p.on_frontier else "#fff"
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{fill}" stroke="{color}" '
+                     f'stroke-width="2"><title>{_e(p.agent)}: score {p.score:.4f}, cost '
+                     f'{p.cost_usd:.4f}</title></circle><text x="{x + 8:.1f}" y="{y - 6:.1f}">'
+                     f"{_e(p.agent[:20])}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- sections
+
+def _components_table(v: dict[str, Any], prefix: str) -> str:
+    rows = "".join(f"<tr><td>{_e(k.replace('_', ' '))}</td>"
+                   f"{_cell(v['components'][k], f'{prefix}components.{k}')}</tr>"
+                   for k in COMPONENTS)
+    return f"<table><tr><th>component</th><th class=n>value</th></tr>{rows}</table>"
+
+
+def _tier_table(v: dict[str, Any], prefix: str) -> str:
+    tiers = sorted(v["per_tier"].items(),
+                   key=lambda kv: (TIERS.index(kv[0]) if kv[0] in TIERS else len(TIERS), kv[0]))
+    rows = "".join(
+        f"<tr><td>{_e(t)}</td>{_cell(r['passed'], f'{prefix}per_tier.{t}.passed')}"
+        f"{_cell(r['attempts'], f'{prefix}per_tier.{t}.attempts')}"
+        f"{_cell(r['pass_rate'], f'{prefix}per_tier.{t}.pass_rate')}</tr>"
+        for t, r in tiers if r["attempts"])
+    if not rows:
+        return '<p class="meta">no scored attempts</p>'
+    return ("<table><tr><th>tier</th><th class=n>passed</th><th class=n>attempts</th>"
+            f"<th class=n>pass rate</th></tr>{rows}</table>")
+
+
+def _agent_table(v: dict[str, Any], prefix: str) -> str:
+    rows = []
+    for agent, r in sorted(v["per_agent"].items()):
+        p = f"{prefix}per_agent.{agent}."
+        rows.append(
+            f"<tr><td>{_e(agent)}</td>{_cell(r['score'], p + 'score')}"
+            f"{_cell(r['passed'], p + 'passed')}{_cell(r['attempts'], p + 'attempts')}"
+            f"{_cell(r['pass_rate'], p + 'pass_rate')}"
+            + "".join(_cell(r["components"][k], p + f"components.{k}") for k in COMPONENTS)
+            + f"{_cell(r['cost_total'], p + 'cost_total')}{_cell(r['wall_s_total'], p + 'wall_s_total', 1)}"
+            "</tr>")
+    head = ("<tr><th>agent</th><th class=n>score</th><th class=n>passed</th><th class=n>attempts"
+            "</th><th class=n>pass rate</th>"
+            + "".join(f"<th class=n>{_e(k.replace('_', ' '))}</th>" for k in COMPONENTS)
+            + "<th class=n>cost usd</th><th class=n>wall s</th></tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _repeats(v: dict[str, Any], prefix: str) -> str:
+    rep = v["repeats"]
+    if rep["count"] < 2:
+        return ""
+    ks = "".join(f"<tr><td>pass@{p['k']}</td>"
+                 + _cell(p["value"], f"{prefix}repeats.pass_at_k.{p['k']}")
+                 + f"<td class=n>{p['groups']}</td></tr>" for p in rep["pass_at_k"])
+    return (f"<h3>Across {rep['count']} repeats</h3><table><tr><th></th><th class=n>value</th>"
+            f"<th class=n>task x agent groups</th></tr><tr><td>score mean</td>"
+            f"{_cell(rep['mean'], prefix + 'repeats.mean')}<td></td></tr><tr><td>standard error</td>"
+            f"{_cell(rep['stderr'], prefix + 'repeats.stderr')}<td></td></tr>{ks}</table>")
+
+
+def _paired_rows(pairs: Sequence[dict[str, Any]], label: str) -> str:
+    if not pairs:
+        return ""
+    rows = []
+    for p in pairs:
+        sig = p["significant"]
+        verdict = (f"{_e(p['b'] if p['difference'] > 0 else p['a'])} better" if sig
+                   else "not distinguishable from noise")
+        rows.append(
+            f"<tr><td>{_e(p['a'])}</td><td>{_e(p['b'])}</td><td class=n>{p['tasks']}</td>"
+            f"{_cell(p['mean_a'])}{_cell(p['mean_b'])}{_cell(p['difference'])}"
+            f"<td class=n>[{_num(p['ci_low'])}, {_num(p['ci_high'])}]</td>"
+            f"<td class='{'ok' if sig else 'meta'}'>{verdict}</td></tr>")
+    return (f"<h3>{_e(label)}</h3><p class=meta>Difference of per-task pass rates (B - A) over the "
+            "tasks both ran, with a 95% percentile bootstrap interval over tasks "
+            f"({pairs[0]['resamples']} resamples, seed {pairs[0]['seed']}).</p>"
+            "<table><tr><th>A</th><th>B</th><th class=n>tasks</th><th class=n>A pass rate</th>"
+            "<th class=n>B pass rate</th><th class=n>B - A</th><th class=n>95% CI</th><th></th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _bench(b: dict[str, Any] | None) -> str:
+    if not b:
+        return ""
+    rows = "".join(
+        f"<tr><td class=n>{_e(r.get('rank'))}</td><td>{_e(r.get('provider'))}</td>"
+        f"<td>{_e(r.get('status'))}</td>{_cell(r.get('quality'))}{_cell(r.get('wall_s'), None, 1)}"
+        f"{_cell(r.get('cost_usd'))}{_cell(r.get('self_eval_bias'))}</tr>" for r in b.get("rows", []))
+    export = b.get("export") or {}
+    cards = "".join(f"<div class=card><b>{_e(name)}</b><pre>{_e(json.dumps(card, indent=1))}</pre></div>"
+                    for name, card in (export.get("scorecards") or {}).items())
+    swap = b.get("swap") or {}
+    order = export.get("judge_presentation_order") or []
+    return ("<h2>Bench leaderboard</h2>"
+            f"<p>verdict <b>{_e(b.get('verdict'))}</b>; judge presentation order: "
+            f"{_e(', '.join(map(str, order)) or '-')}; order-swap check: "
+            f"<code>{_e(json.dumps(swap, sort_keys=True)[:400])}</code></p>"
+            "<table><tr><th class=n>rank</th><th>agent</th><th>status</th><th class=n>quality</th>"
+            f"<th class=n>wall s</th><th class=n>cost usd</th><th class=n>self-eval bias</th></tr>{rows}"
+            f"</table><h3>Scorecards</h3><div class=cards>{cards}</div>")
+
+
+def _tokens(d: AttemptDetail) -> str:
+    if d.tokens_in is None and d.tokens_out is None:
+        return "-"
+    return f"{_num(d.tokens_in)} / {_num(d.tokens_out)}"
+
+
+def _detail_json(d: AttemptDetail) -> dict[str, Any]:
+    att = d.attestation
+    return {
+        "attempt": d.attempt, "prompt": d.prompt, "patch": d.patch,
+        "patch_truncated": d.patch_truncated, "diff_sha256": d.diff_sha256,
+        "files": [list(f) for f in d.diff_files],
+        "tests": [[t.suite, t.id, t.outcome, t.message] for t in d.tests],
+        "signals": [[s.index, s.passed, s.detail] for s in sorted(d.signals, key=lambda s: s.index)],
+        "attestation": None if att is None else {
+            "hash": att.hash, "verdict": att.verdict, "isolation": att.isolation,
+            "matches": list(att.matches), "match_count": att.match_count, "scope": att.scope,
+            "observation": att.observation, "activity_count": att.activity_count},
+        "transcript": [[t.seq, t.kind, t.role, t.tool, t.text, t.is_error] for t in d.transcript],
+        "timeline": [[e.seq, e.when, e.at is not None, e.kind, e.summary] for e in d.timeline],
+    }
+
+
+def _attempts(report: RunReport, start: int, blocks: list[str]) -> tuple[str, int]:
+    rows = []
+    i = start
+    for row in report.views["attempts"]:
+        d = report.attempts.get(row["attempt"]) or AttemptDetail(attempt=row["attempt"])
+        verdict = row["attestation"] or "none"
+        vcls = "ok" if verdict == "CLEAN" else "bad" if verdict == "DIRTY" else "warn"
+        outcome = "passed" if row["passed"] else "failed"
+        rows.append(
+            f'<tr class="row" tabindex="0" aria-expanded="false" data-i="{i}" '
+            f'data-attempt="{_e(row["attempt"])}"><td class=mono>{_e(row["attempt"])}</td>'
+            f"<td>{_e(row['task'])}</td><td>{_e(row['agent'])}</td><td class=n>{_e(row['repeat'])}</td>"
+            f"<td class='{'ok' if row['passed'] else 'bad'}'>{outcome}</td>"
+            f"<td>{_e(row['category'] or '-')}</td><td class='{vcls}'>{_e(verdict)}</td>"
+            f"{_cell(row['wall_s'], None, 1)}{_cell(row['cost_usd'])}<td class=n>{_e(_tokens(d))}</td></tr>")
+        blocks.append(_json_block(f"a-{i}", _detail_json(d)))
+        i += 1
+    table = ('<table id="attempts"><thead><tr><th>attempt</th><th>task</th><th>agent</th>'
+             "<th class=n>repeat</th><th>outcome</th><th>failure category</th><th>attestation</th>"
+             "<th class=n>wall s</th><th class=n>cost usd</th><th class=n>tokens in / out</th></tr>"
+             f"</thead><tbody>{''.join(rows)}</tbody></table>")
+    return table, i
+
+
+def _run_section(report: RunReport, index: int, start: int, blocks: list[str]) -> tuple[str, int]:
+    v = report.views
+    prefix = "" if index == 0 else f"runs.{index}."
+    c = v["components"]
+    cp = report.checkpoint
+    if cp is None:
+        cp_text = ("no signed checkpoint covers this run yet; <code>ledger checkpoint</code> "
+                   "signs one")
+    else:
+        cp_text = (f"tree size {cp['size']}, root <code>{_e(cp.get('root'))}</code>"
+                   f"<pre>{_e(cp.get('note'))}</pre>")
+    att_counts = " ".join(f"{k} {n}" for k, n in v["attestations"].items())
+    attempts_html, end = _attempts(report, start, blocks)
+    status_cls = "ok" if v["status"] == "finished" else "warn"
+    html = f"""
+<section class="run" data-run="{_e(report.run_id)}">
+<h2>Run <span class=mono>{_e(report.run_id)}</span> <span class="{status_cls}">({_e(v['status'])})</span></h2>
+<p class=meta>harness {_e(report.harness_version or '-')}; {report.entry_count} entries;
+content digest <code data-testid="content-digest">{_e(report.content_digest)}</code></p>
+<div class=cards>
+<div class=card><div class=meta>composite score</div>
+<div class=score data-k="{prefix}score" data-v="{_e(json.dumps(v['score']))}">{_num(v['score'])}</div>
+<div class=meta>({W_SUCCESS}&middot;{_num(c['task_success'])} + {W_QUALITY}&middot;{_num(c['code_quality'])}
++ {W_EFFICIENCY}&middot;{_num(c['efficiency'])}) &middot; {_num(c['reliability'])} &middot; {_num(c['safety'])}</div>
+<div class=meta>{v['counts']['passed']} of {v['counts']['attempts']} attempts passed; cost
+<span data-k="{prefix}cost_total" data-v="{_e(json.dumps(v['cost_total']))}">{_num(v['cost_total'])}</span> USD
+({v['cost_unknown']} without a cost); attestations: {_e(att_counts)}</div></div>
+<div class=card><h3>Components</h3>{_components_table(v, prefix)}</div>
+<div class=card><h3>Per tier</h3>{_tier_table(v, prefix)}</div>
+</div>
+<h3>Per agent</h3>{_agent_table(v, prefix)}
+<div class=cards><div class=card>{_bars_svg(v['per_agent'], v)}</div>
+<div class=card><h3>Score against cost</h3>{_frontier_svg(report)}</div></div>
+{_repeats(v, prefix)}
+{_paired_rows(list(report.pairs), 'Agents compared on the same tasks')}
+{_bench(report.bench)}
+<h3>Failure taxonomy</h3>
+<p>{_e(', '.join(f'{k} {n}' for k, n in v['taxonomy']['counts'].items() if n) or 'no failed attempts')}</p>
+<h3>Attempts ({len(v['attempts'])}; open a row for its diff, verdict, transcript, tests and timeline)</h3>
+{attempts_html}
+<h3>Check these numbers</h3>
+<p>Covering checkpoint: {cp_text}</p>
+<pre>ledger verify            # the whole journal: hashes, tree heads, signatures, attestations
+ledger replay {_e(report.run_id)}   # recompute every number on this page from the entries</pre>
+</section>"""
+    return html, end
+
+
+def render_html(reports: Sequence[RunReport], *, refresh_s: int | None = None,
+                generated_by: str = "eval-ledger") -> str:
+    """The page for one or more runs; ``refresh_s`` adds a reload (``ledger view --serve``)."""
+    if not reports:
+        raise ValueError("render_html needs at least one report")
+    blocks: list[str] = []
+    sections = []
+    start = 0
+    for i, r in enumerate(reports):
+        html, start = _run_section(r, i, start, blocks)
+        sections.append(html)
+    cross = ""
+    if len(reports) == 2:
+        d = compare(reports[0].views, reports[1].views)
+        p = d["paired"]
+        warnings = "".join(f"<li class=warn>{_e(w)}</li>" for w in d["warnings"])
+        pair = _paired_rows([{"a": d["run_a"], "b": d["run_b"], **p}], "Paired over common tasks") \
+            if p["tasks"] else ""
+        cross = (f"<h2>Run A against run B</h2><ul>{warnings}</ul><table><tr><th></th><th class=n>A"
+                 "</th><th class=n>B</th><th class=n>B - A</th></tr>"
+                 + "".join(f"<tr><td>{_e(k)}</td>{_cell(x['a'])}{_cell(x['b'])}{_cell(x['delta'])}</tr>"
+                           for k, x in [("score", d["score"]), *d["components"].items()])
+                 + f"</table>{pair}")
+    title = ", ".join(r.run_id for r in reports)
+    refresh = (f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
+               if refresh_s is not None else "")
+    head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>eval-ledger: {_e(title)}</title><style>{_asset('report.css')}</style></head>")
+    body = (f"<body><h1>eval-ledger report</h1><p class=meta>{len(reports)} run(s); generated by "
+            f"{_e(generated_by)}; every number is a projection of the journal (see the commands "
+            "at the end of each run). Filter attempts: <input type=search id=filter "
+            "placeholder=\"task, agent, verdict...\"></p>"
+            + "".join(sections) + cross
+            + f"<footer>report size {SIZE_MARK}; self-contained: no network, no external files."
+            "</footer>" + "".join(blocks) + f"<script>{_asset('report.js')}</script></body></html>")
+    return _with_size(head + body)
+
+
+def _human(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else \
+        f"{n / 1024 / 1024:.2f} MiB"
+
+
+def _with_size(page: str) -> str:
+    """Put the document's own size (UTF-8 bytes) in place of the size mark."""
+    base = len(page.encode("utf-8")) - len(SIZE_MARK)
+    text = _human(base)
+    for _ in range(4):
+        size = base + len(text)
+        if _human(size) == text:
+            break
+        text = _human(size)
+    return page.replace(SIZE_MARK, text, 1)
+
+
+def page_size(page: str) -> int:
+    return len(page.encode("utf-8"))
+
+
+__all__ = ["render_html", "page_size"]

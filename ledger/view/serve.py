@@ -1,0 +1,56 @@
+"""``ledger view --serve``: the report page on 127.0.0.1, rebuilt from the journal per request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ledger.errors import LedgerError
+from ledger.view.write import build_page
+
+HOST = "127.0.0.1"  # never another interface: the page shows diffs and transcripts
+
+
+def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s: int
+                ) -> ThreadingHTTPServer:
+    """A server for the page (not started); the page reloads every ``refresh_s`` s while any
+    shown run is unfinished."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path.split("?")[0] not in ("/", "/index.html"):
+                self.send_error(404)
+                return
+            try:
+                page, reports = build_page(journal_path, runs)
+                if any(r.views["status"] != "finished" for r in reports):
+                    page, _ = build_page(journal_path, runs, refresh_s=refresh_s)
+                body, status = page.encode("utf-8"), 200
+            except LedgerError as exc:
+                body, status = f"error: {exc}".encode(), 500
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8" if status == 200
+                             else "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    return ThreadingHTTPServer((HOST, port), Handler)
+
+
+def serve_reports(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s: int,
+                  ready: Callable[[str], None]) -> None:
+    """Serve until interrupted."""
+    server = make_server(journal_path, runs, port=port, refresh_s=refresh_s)
+    ready(f"http://{HOST}:{server.server_address[1]}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

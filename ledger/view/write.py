@@ -1,0 +1,33 @@
+"""Write the HTML report of runs to a file (what ``ledger view -o FILE`` calls)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.journal.journal import Journal
+from ledger.view.html import page_size, render_html
+from ledger.view.model import load_reports
+
+
+def build_page(journal_path: Path, runs: Sequence[str], *, refresh_s: int | None = None
+               ) -> tuple[str, list[Any]]:
+    """The page (and the report models) of ``runs`` read from the journal at ``journal_path``."""
+    with Journal.open(journal_path, readonly=True) as journal:
+        reports = load_reports(journal, runs)
+    return render_html(reports, refresh_s=refresh_s), reports
+
+
+def write_report(journal_path: Path, runs: Sequence[str], output: Path) -> dict[str, Any]:
+    """Write the page atomically (a temporary file renamed into place); what was written."""
+    page, reports = build_page(journal_path, runs)
+    data = page.encode("utf-8")
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(output)
+    return {"path": str(output), "size_bytes": page_size(page),
+            "runs": [r.run_id for r in reports],
+            "attempts": sum(len(r.views["attempts"]) for r in reports),
+            "content_digests": {r.run_id: r.content_digest for r in reports}}

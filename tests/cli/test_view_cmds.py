@@ -1,0 +1,144 @@
+"""``ledger view`` and ``ledger compare --json`` paired output, through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from tests.view.fixtures import HOSTILE, RUN, build, write
+
+RUN_2 = "r-20261201T110000Z-wwwwww"
+
+
+def invoke(home: Path, *args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, ["--ledger", str(home), *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "L"
+    h.mkdir()
+    return write(h, build())
+
+
+def test_view_writes_one_self_contained_page(home: Path, tmp_path: Path) -> None:
+    """The page has inline CSS/JS/SVG and no reference to any URL (no src/href to a resource)."""
+    out = tmp_path / "report.html"
+    code, stdout, err = invoke(home, "view", "-o", str(out))
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    assert f"({out.stat().st_size} bytes" in stdout
+    assert "<svg" in page and "<style>" in page and "<script>" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page, re.I)
+    assert 'data-testid="content-digest"' in page
+
+
+def test_view_reports_its_own_size(home: Path, tmp_path: Path) -> None:
+    """The footer states the file's exact size (the size mark is replaced by the final size)."""
+    out = tmp_path / "r.html"
+    assert invoke(home, "view", "-o", str(out))[0] == 0
+    page = out.read_text(encoding="utf-8")
+    size = out.stat().st_size
+    m = re.search(r"report size ([0-9.]+) (bytes|KiB)", page)
+    assert m is not None
+    shown = float(m.group(1)) * (1024 if m.group(2) == "KiB" else 1)
+    assert abs(shown - size) <= 52  # KiB shown with one decimal
+
+
+def test_view_escapes_hostile_journal_text(home: Path, tmp_path: Path) -> None:
+    """Transcript and test-message text cannot close the script element or add markup."""
+    out = tmp_path / "r.html"
+    assert invoke(home, "view", "-o", str(out))[0] == 0
+    page = out.read_text(encoding="utf-8")
+    assert HOSTILE not in page
+    assert page.count("</script>") == page.count("<script")
+
+
+def test_view_json_names_the_file_runs_and_digests(home: Path, tmp_path: Path) -> None:
+    """--json prints path, size, runs, attempt count and each run's content digest."""
+    out = tmp_path / "r.html"
+    code, stdout, _ = invoke(home, "view", "-o", str(out), "--json")
+    d = json.loads(stdout)
+    assert code == 0 and d["runs"] == [RUN] and d["attempts"] == 12
+    assert d["size_bytes"] == out.stat().st_size and len(d["content_digests"][RUN]) == 64
+
+
+def test_view_two_runs_side_by_side(home: Path, tmp_path: Path) -> None:
+    """Two runs: both sections and a run-against-run comparison with a paired interval."""
+    write(home, build(RUN_2, agents=("beta", "alpha")))
+    out = tmp_path / "r.html"
+    assert invoke(home, "view", RUN, RUN_2, "-o", str(out))[0] == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.count('<section class="run"') == 2 and "Run A against run B" in page
+
+
+def test_view_unknown_run_is_a_usage_error(home: Path, tmp_path: Path) -> None:
+    """An unknown run id exits non-zero with one line on stderr and writes nothing."""
+    out = tmp_path / "r.html"
+    code, _, err = invoke(home, "view", "r-nope", "-o", str(out))
+    assert code == 2 and err.startswith("error:") and not out.exists()
+
+
+def test_view_without_journal_says_so(tmp_path: Path) -> None:
+    """No journal: exit 2 and a hint to run first."""
+    code, _, err = invoke(tmp_path / "none", "view")
+    assert code == 2 and "ledger run" in err
+
+
+def test_compare_json_has_a_deterministic_paired_interval(home: Path) -> None:
+    """compare --json includes the paired bootstrap; two calls give identical bytes."""
+    write(home, build(RUN_2, agents=("beta",)))
+    a = invoke(home, "compare", RUN, RUN_2, "--json")
+    b = invoke(home, "compare", RUN, RUN_2, "--json")
+    assert a == b and a[0] == 0
+    p = json.loads(a[1])["paired"]
+    assert p["tasks"] == 3 and p["seed"] == 0 and p["ci_low"] <= p["difference"] <= p["ci_high"]
+
+
+def test_serve_binds_loopback_and_serves_the_page(home: Path) -> None:
+    """The server listens on 127.0.0.1 only and answers / with the page, other paths with 404."""
+    from ledger.view.serve import make_server
+
+    server = make_server(home / "journal.db", [], port=0, refresh_s=5)
+    assert server.server_address[0] == "127.0.0.1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            page = resp.read().decode("utf-8")
+        assert RUN in page and 'http-equiv="refresh"' not in page  # the run is finished
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(url + "other", timeout=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_refreshes_an_unfinished_run(tmp_path: Path) -> None:
+    """While the run is unfinished the served page reloads itself."""
+    from ledger.view.serve import make_server
+
+    h = tmp_path / "U"
+    h.mkdir()
+    b = build(tasks=1, repeats=1)
+    b.entries[:] = [e for e in b.entries if e.kind != "run.finished"]
+    write(h, b)
+    server = make_server(h / "journal.db", [], port=0, refresh_s=3)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/",
+                                    timeout=10) as resp:
+            assert 'http-equiv="refresh" content="3"' in resp.read().decode("utf-8")
+    finally:
+        server.shutdown()
+        server.server_close()

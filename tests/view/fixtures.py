@@ -1,0 +1,43 @@
+"""A journal that exercises the report: two agents, repeats, transcripts, hostile text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluators.views import recorded_view_data
+from ledger.journal.journal import Journal
+from tests.evaluators.builders import RunBuilder, task
+
+RUN = "r-20261201T100000Z-vvvvvv"
+HOSTILE = "</script><script>window.__pwned=1</script><img src=x onerror=window.__pwned=2>"
+PATCH = ("--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n-    return a - b\n"
+         "+    return a + b\n")
+
+
+def build(run: str = RUN, *, tasks: int = 3, repeats: int = 2,
+          agents: tuple[str, ...] = ("alpha", "beta")) -> RunBuilder:
+    """``tasks`` x ``agents`` x ``repeats`` attempts; alpha passes every task, beta only t0."""
+    b = RunBuilder(run=run)
+    b.started([task(f"t{i}") for i in range(tasks)], agents=agents)
+    for r in range(1, repeats + 1):
+        for i in range(tasks):
+            for agent in agents:
+                ok = agent == agents[0] or i == 0
+                b.attempt(
+                    f"t{i}", agent=agent, repeat=r, hidden=(2, 0, 0) if ok else (1, 1, 0),
+                    hidden_messages=[f"AssertionError {HOSTILE}"], wall_s=10.0 + i,
+                    cost_usd=0.5 if agent == agents[0] else 0.1, patch=PATCH,
+                    attestation="CLEAN" if ok else "DIRTY",
+                    extra=[("tool.call", {"tool": "bash", "input": {"command": f"cat {HOSTILE}"}}),
+                           ("tool.result", {"tool": "bash", "output": "ok", "is_error": False})],
+                )
+    b.finished()
+    return b
+
+
+def write(home: Path, b: RunBuilder) -> Path:
+    """Append the builder's entries (and the recorded view) to ``home``/journal.db."""
+    with Journal.open(home / "journal.db", create=True) as j:
+        j.append_many([(e.kind, e.data, e.run, e.task) for e in b.entries])
+        j.append("view.recorded", recorded_view_data(j.entries(run=b.run), b.run), run=b.run)
+    return home
