@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -180,3 +181,67 @@ def _render(results: list[ValidationResult], verbose: bool) -> None:
     console.print(table)
     bad = sum(1 for r in results if not r.ok)
     console.print(f"{len(results) - bad} of {len(results)} task(s) valid")
+
+
+# --------------------------------------------------------------------------- mine and import
+
+
+def _progress_line(err: Console) -> Any:
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False)
+    return say
+
+
+@tasks.command("mine")
+@click.argument("repo", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--commit", "commits", multiple=True, metavar="SHA", help="Examine this commit; repeatable (default: history of HEAD, newest first).")
+@click.option("--since", metavar="DATE", help="Only commits after DATE (git's --since).")
+@click.option("--max", "max_tasks", type=click.IntRange(1), metavar="N", help="Stop after N accepted tasks.")
+@click.option("--tier", default="mined", show_default=True, metavar="T", help="Tier the tasks go to.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Tasks go to DIR/<tier>/<id>/ (default: the ledger's golden folder, so `ledger run --tier T` finds them).")
+@click.option("--test-cmd", metavar="CMD", help="Test runner that takes test ids and prints pytest's -rA summary (default: python -m pytest -rA -p no:cacheprovider).")
+@click.option("--statement", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
+              help="Issue text added to each task statement (besides the commit message).")
+@json_option
+@pass_ctx
+def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, max_tasks: int | None,
+             tier: str, out: Path | None, test_cmd: str | None, statement: Path | None, as_json: bool) -> None:
+    """Turn fix commits of a git repository into golden tasks (the parent is the starting repo,
+    test changes the hidden tests, the rest the reference solution). Exit 1 if none was accepted."""
+    from ledger.tasks.mine import MineOptions, mine, parse_test_command
+
+    opts = MineOptions(
+        repo=repo, commits=commits, since=since, max_tasks=max_tasks, tier=_tier_name(tier),
+        out=out or ctx.home.golden_dir,
+        statement=statement.read_text(encoding="utf-8") if statement else None,
+        **({"test_command": parse_test_command(test_cmd)} if test_cmd else {}),
+    )
+    report = mine(opts, progress=_progress_line(_console(err=True)))
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        _render_harvest([(r.commit[:12], r.accepted, r.task_id or "-", r.reason) for r in report.results],
+                        "commit", f"{len(report.accepted)} accepted, {len(report.rejected)} rejected "
+                        f"of {len(report.results)} commit(s) in {report.seconds:.1f}s -> {report.out}")
+    if not report.accepted:
+        raise VerificationError("mine", "no commit became a task")
+
+
+def _tier_name(tier: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", tier):
+        raise click.BadParameter(f"not a tier name: {tier!r}", param_hint="--tier")
+    return tier
+
+
+def _render_harvest(rows: list[tuple[str, bool, str, str]], first: str, footer: str) -> None:
+    table = Table(show_edge=False, header_style="bold")
+    for name in (first, "result", "task", "reason"):
+        table.add_column(name, no_wrap=name != "reason")
+    for key, ok, task_id, reason in rows:
+        table.add_row(escape(key), "accepted" if ok else "rejected", escape(task_id), escape(reason))
+    console = _console()
+    console.print(table)
+    console.print(footer, highlight=False, markup=False)

@@ -56,6 +56,7 @@ from ledger.run.workspace import (
     bound_text,
     create_workspace,
     install_hidden_tests,
+    remove_tree,
     take_diff,
 )
 from ledger.tasks.model import Signal, Task
@@ -199,7 +200,8 @@ def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[s
 
 
 def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
-              timeout: float, label: str | None = None) -> dict[str, Any]:
+              timeout: float, label: str | None = None,
+              extra_env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry."""
     argv = python_argv(command)
     report = ws.scratch / f"{label or suite}.xml"
@@ -208,7 +210,7 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     if _is_pytest(argv):
         argv = [*argv, f"--junitxml={report}", *PYTEST_EXTRA]
     code, duration, _timed_out = run_command(
-        argv, cwd=ws.worktree, env=tool_env(ws), timeout=timeout,
+        argv, cwd=ws.worktree, env={**tool_env(ws), **(extra_env or {})}, timeout=timeout,
         output=ws.scratch / f"{label or suite}.log",
     )
     parsed = parse_junit(report, redact) if report.exists() else None
@@ -330,10 +332,11 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     out.entry("commitment", {"commitment": commitment})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
-    out.phase("baseline")
-    baseline = run_suite(ws, "regression", task.regression_command, redact=redact,
-                         timeout=test_timeout, label="baseline")
-    out.entry("test.baseline", baseline)
+    if task.regression_command:  # tasks graded by test ids or a reward file have none
+        out.phase("baseline")
+        baseline = run_suite(ws, "regression", task.regression_command, redact=redact,
+                             timeout=test_timeout, label="baseline")
+        out.entry("test.baseline", baseline)
 
     out.phase("agent")
     _run_agent(plan, task, agent, ws, out, redact)
@@ -344,12 +347,31 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     install_hidden_tests(ws, task)
     for index, sig in enumerate(task.signals):
         out.entry("signal.result", run_signal(ws, index, sig, redact=redact, timeout=test_timeout))
-    out.entry("test.result", run_suite(ws, "hidden", task.hidden_test_command, redact=redact,
-                                       timeout=test_timeout))
-    out.entry("test.result", run_suite(ws, "regression", task.regression_command, redact=redact,
-                                       timeout=test_timeout))
+    out.entry("test.result", _hidden_suite(ws, task, redact, test_timeout))
+    if task.regression_command:
+        out.entry("test.result", run_suite(ws, "regression", task.regression_command, redact=redact,
+                                           timeout=test_timeout))
     out.entry("diff", diff)
     return ws
+
+
+def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float) -> dict[str, Any]:
+    """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
+    from ledger.tasks.apply import hidden_env, read_reward, reward_passes
+
+    verifier = ws.scratch / "verifier"
+    if verifier.exists():
+        remove_tree(verifier)
+    verifier.mkdir(mode=0o700)
+    if task.grading is not None and task.grading.timeout_s:
+        timeout = task.grading.timeout_s
+    result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
+                       extra_env=hidden_env(task, ws.worktree, verifier))
+    if task.grading is not None and task.grading.reward_file is not None:
+        reward, _detail = read_reward(verifier, task.grading.reward_file)
+        result["reward"] = reward
+        result["passed"] = reward_passes(reward)
+    return result
 
 
 # --------------------------------------------------------------------------- integration points

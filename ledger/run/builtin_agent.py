@@ -10,8 +10,9 @@ The working directory is the worktree. Each prints a JSON-lines transcript on st
 ``BuiltinParser``) and exits 0, or 1 when a step failed, or 2 on bad arguments.
 
 * ``noop`` does nothing.
-* ``oracle`` copies every file of ``TASK_DIR/solution/`` over the worktree. It reads the ground
-  truth, so its attempts are contaminated by construction.
+* ``oracle`` applies the task's reference solution: copies every file of ``TASK_DIR/solution/``
+  over the worktree, or applies its solution patch, or runs its solution command. It reads the
+  ground truth, so its attempts are contaminated by construction.
 * ``demo`` re-enacts a demonstration trajectory, a JSON list of steps: ``{"read": PATH}``,
   ``{"run": [ARGV...]}`` (or a shell-words string), ``{"write": PATH, "content": TEXT}``,
   ``{"replace": PATH, "old": TEXT, "new": TEXT}`` (first occurrence), ``{"say": TEXT}``.
@@ -126,6 +127,12 @@ def run_oracle(root: Path, task_root: Path) -> int:
     if not solution.is_dir():
         emit("agent.output", text=f"no solution/ folder in {task_root}")
         return 1
+    if (task_root / "task.md").is_file():
+        from ledger.tasks.loader import load_task
+
+        task = load_task(task_root)
+        if task.solution.kind != "files":
+            return _oracle_apply(root, task)
     for src in sorted(p for p in solution.rglob("*") if p.is_file()):
         rel = src.relative_to(solution).as_posix()
         emit("tool.call", tool="read", input={"path": str(src)})
@@ -137,6 +144,24 @@ def run_oracle(root: Path, task_root: Path) -> int:
         target.write_bytes(content)
         emit("tool.result", tool="write", output=f"wrote {rel}", is_error=False)
     return 0
+
+
+def _oracle_apply(root: Path, task: Any) -> int:
+    """A patch or command solution, applied the one way the harness applies it."""
+    from ledger.tasks.apply import apply_solution
+
+    sol = task.solution
+    if sol.kind == "patch":
+        patch = task.root / sol.patch
+        emit("tool.call", tool="read", input={"path": str(patch)})
+        emit("tool.result", tool="read", output=patch.read_text(encoding="utf-8", errors="replace"),
+             is_error=False)
+        emit("tool.call", tool="bash", input={"argv": ["git", "apply", str(patch)]})
+    else:
+        emit("tool.call", tool="bash", input={"argv": ["/bin/sh", "-c", sol.command]})
+    applied = apply_solution(task, root)
+    emit("tool.result", tool="bash", output=applied.detail, is_error=not applied.ok)
+    return 0 if applied.ok else 1
 
 
 def run_replay(root: Path, files: Any) -> int:

@@ -391,13 +391,14 @@ class _Plan:
 
 def _fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerConfig,
                 progress: Progress, now: datetime, rng: Callable[[int], bytes]) -> _Plan:
-    from ledger.tasks.loader import load_tasks
+    from ledger.tasks.loader import load_tasks, refuse_unrunnable
 
     task_ids = req.task_ids or cfg.run.tasks
     tiers = req.tiers or cfg.run.tiers or (() if task_ids else DEFAULT_TIERS)
     tasks = load_tasks(list(tiers) or None, list(task_ids) or None, overrides=home.golden_dir)
     if not tasks:
         raise TaskError(f"no tasks in tier(s) {', '.join(tiers)}")
+    refuse_unrunnable(tasks)
     notes: list[str] = []
     specs = list(req.agents)
     if not specs:

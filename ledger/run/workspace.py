@@ -189,17 +189,13 @@ def create_workspace(
 
 
 def install_hidden_tests(ws: Workspace, task: Task) -> Path:
-    """Copy the hidden tests into the worktree (replacing anything the agent put there)."""
-    target = ws.worktree / task.hidden_tests_dir
+    """Bring the hidden tests into the worktree (replacing anything the agent put there):
+    ``tests/`` copied in, or the hidden test patch applied (``ledger.tasks.apply``)."""
+    from ledger.tasks.apply import install_hidden_tests as install
+
     if not ws.worktree.is_dir():
         ws.worktree.mkdir(parents=True)
-    if os.path.lexists(target):
-        if target.is_dir() and not target.is_symlink():
-            remove_tree(target)
-        else:
-            target.unlink()
-    copy_tree(task.tests_dir, target)
-    return target
+    return install(task, ws.worktree, remove=remove_tree)
 
 
 # --------------------------------------------------------------------------- diff

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from ledger.errors import NotFound, TaskError
-from ledger.tasks.model import TIERS, Signal, Task
+from ledger.errors import NotFound, NothingToRun, TaskError
+from ledger.tasks.model import NEEDS, TIERS, Grading, Signal, Solution, Task
 
 TASK_FILE = "task.md"
 DEMO_FILE = "demo.yaml"
@@ -62,7 +62,18 @@ _KEYS: dict[str, bool] = {
     "hidden_tests_dir": False,
     "regression_command": False,
     "hidden_test_command": False,
+    "solution": False,
+    "hidden_tests": False,
+    "grading": False,
+    "test_command": False,
+    "required_outcomes": False,
+    "source": False,
+    "needs": False,
 }
+
+# The runner test ids are appended to when a task is graded by required per-test outcomes.
+DEFAULT_TEST_COMMAND = ("python", "-m", "pytest", "-rA", "-p", "no:cacheprovider")
+REWARD_FILES = ("reward.txt", "reward.json")
 
 _SIGNAL_FORMS = (
     "{command: [argv...] or 'shell string', expect_exit: 0}, {path_exists: PATH} or "
@@ -352,6 +363,111 @@ def load_repo_history(task: Task) -> tuple[HistoryCommit, ...]:
     return parse_history(_load_yaml(path.read_text(encoding="utf-8"), path), path)
 
 
+def _task_file(folder: Path, value: Any, where: str, under: str) -> str:
+    """A file of the task folder under ``under/`` (so it is committed as ground truth)."""
+    rel = _rel_path(value, where)
+    if PurePosixPath(rel).parts[0] != under or len(PurePosixPath(rel).parts) < 2:
+        raise TaskError(f"{where}: must name a file under {under}/, got {value!r}")
+    if not (folder / rel).is_file():
+        raise TaskError(f"{where}: {rel} does not exist")
+    return rel
+
+
+def _exact_keys(raw: Any, allowed: set[str], required: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise TaskError(f"{where}: expected a map with keys {sorted(allowed)}")
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise TaskError(f"{where}: unknown key(s) {extra}; allowed: {sorted(allowed)}")
+    missing = sorted(required - set(raw))
+    if missing:
+        raise TaskError(f"{where}: missing key(s) {missing}")
+    return raw
+
+
+def _shell(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TaskError(f"{where}: expected a non-empty shell command string")
+    return value
+
+
+def parse_solution(raw: Any, folder: Path, where: str) -> Solution:
+    """``solution: {patch: solution/X.patch}`` or ``{command: 'sh string'}``; absent: files."""
+    if raw is None:
+        return Solution()
+    spec = _exact_keys(raw, {"patch", "command"}, set(), where)
+    if len(spec) != 1:
+        raise TaskError(f"{where}: give exactly one of patch or command")
+    if "patch" in spec:
+        return Solution(kind="patch", patch=_task_file(folder, spec["patch"], f"{where}.patch", "solution"))
+    return Solution(kind="command", command=_shell(spec["command"], f"{where}.command"))
+
+
+def parse_grading(raw: Any, where: str) -> Grading:
+    """``grading: {command, reward_file?, timeout_s?}``."""
+    spec = _exact_keys(raw, {"command", "reward_file", "timeout_s"}, {"command"}, where)
+    reward = spec.get("reward_file")
+    if reward is not None and reward not in REWARD_FILES:
+        raise TaskError(f"{where}.reward_file: must be one of {', '.join(REWARD_FILES)}, got {reward!r}")
+    timeout = spec.get("timeout_s")
+    return Grading(
+        command=_shell(spec["command"], f"{where}.command"),
+        reward_file=reward,
+        timeout_s=None if timeout is None else float(_number(timeout, f"{where}.timeout_s")),
+    )
+
+
+def _test_ids(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TaskError(f"{where}: expected a list of test ids (path/to/test_file.py::test_name)")
+    ids = tuple(value)
+    dup = sorted({v for v in ids if ids.count(v) > 1})
+    if dup:
+        raise TaskError(f"{where}: duplicate test id(s) {dup[:3]}")
+    for v in ids:
+        if v.startswith(("-", "/")) or "::" not in v and not v.endswith(".py"):
+            raise TaskError(f"{where}: {v!r} is not a test id (path/to/test_file.py::test_name)")
+    return ids
+
+
+def parse_required_outcomes(raw: Any, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``required_outcomes: {FAIL_TO_PASS: [ids], PASS_TO_PASS: [ids]}`` (SWE-bench's names)."""
+    spec = _exact_keys(raw, {"FAIL_TO_PASS", "PASS_TO_PASS"}, {"FAIL_TO_PASS"}, where)
+    f2p = _test_ids(spec["FAIL_TO_PASS"], f"{where}.FAIL_TO_PASS")
+    p2p = _test_ids(spec.get("PASS_TO_PASS"), f"{where}.PASS_TO_PASS")
+    if not f2p:
+        raise TaskError(f"{where}.FAIL_TO_PASS: at least one test must go from failing to passing")
+    both = sorted(set(f2p) & set(p2p))
+    if both:
+        raise TaskError(f"{where}: test id(s) in both FAIL_TO_PASS and PASS_TO_PASS: {both[:3]}")
+    return f2p, p2p
+
+
+def parse_source(raw: Any, where: str) -> dict[str, str]:
+    """``source: {repo, commit, parent}``: where a mined or imported task came from."""
+    spec = _exact_keys(raw, {"repo", "commit", "parent", "instance_id", "format"}, {"repo"}, where)
+    out: dict[str, str] = {}
+    for key, value in spec.items():
+        if not isinstance(value, str) or not value.strip():
+            raise TaskError(f"{where}.{key}: expected a non-empty string")
+        if key in ("commit", "parent") and not re.fullmatch(r"[0-9a-f]{7,64}", value):
+            raise TaskError(f"{where}.{key}: expected a git commit id (hex), got {value!r}")
+        out[key] = value
+    return out
+
+
+def parse_needs(raw: Any, where: str) -> tuple[str, ...]:
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TaskError(f"{where}: expected a name or a list of names from {list(NEEDS)}")
+    bad = [n for n in names if n not in NEEDS]
+    if bad:
+        raise TaskError(f"{where}: unknown need(s) {bad}; known: {list(NEEDS)}")
+    return tuple(dict.fromkeys(names))
+
+
 # --------------------------------------------------------------------------- task.md
 
 
@@ -371,6 +487,51 @@ def split_frontmatter(text: str, where: Path) -> tuple[dict[str, Any], str]:
     if bad:
         raise TaskError(f"{where}: frontmatter keys must be strings: {bad!r}")
     return meta, rest[end.end() :].strip("\n")
+
+
+def _test_fields(meta: dict[str, Any], folder: Path, md: Path, hidden_dir: str) -> dict[str, Any]:
+    """The hidden-test, grading, solution, outcome, source and needs fields (they constrain each other)."""
+    out: dict[str, Any] = {}
+    out["solution"] = parse_solution(meta.get("solution"), folder, f"{md}: solution")
+    if "hidden_tests" in meta:
+        spec = _exact_keys(meta["hidden_tests"], {"patch"}, {"patch"}, f"{md}: hidden_tests")
+        out["hidden_tests_patch"] = _task_file(folder, spec["patch"], f"{md}: hidden_tests.patch", "tests")
+    if "source" in meta:
+        out["source"] = parse_source(meta["source"], f"{md}: source")
+    if "needs" in meta:
+        out["needs"] = parse_needs(meta["needs"], f"{md}: needs")
+    grading = parse_grading(meta["grading"], f"{md}: grading") if "grading" in meta else None
+    graded_by_ids = "required_outcomes" in meta
+    if grading is not None and graded_by_ids:
+        raise TaskError(f"{md}: grading and required_outcomes exclude each other (one decides the verdict)")
+    if "test_command" in meta and not graded_by_ids:
+        raise TaskError(f"{md}: test_command is only used with required_outcomes")
+    derived = grading is not None or graded_by_ids
+    for key in ("hidden_test_command",) + (("regression_command",) if graded_by_ids else ()):
+        if key in meta and derived:
+            raise TaskError(f"{md}: {key} is derived from {'grading' if grading else 'required_outcomes'}; drop it")
+    out["regression_command"] = (
+        _command(meta["regression_command"], f"{md}: regression_command")
+        if "regression_command" in meta
+        else () if derived else ("python", "-m", "pytest", "-q", "tests")
+    )
+    if graded_by_ids:
+        f2p, p2p = parse_required_outcomes(meta["required_outcomes"], f"{md}: required_outcomes")
+        test_command = (
+            _command(meta["test_command"], f"{md}: test_command") if "test_command" in meta else DEFAULT_TEST_COMMAND
+        )
+        out.update(fail_to_pass=f2p, pass_to_pass=p2p, test_command=test_command)
+        out["hidden_test_command"] = (*test_command, *f2p, *p2p)
+    elif grading is not None:
+        out["grading"] = grading
+        out["hidden_test_command"] = ("/bin/sh", "-c", grading.command)
+    else:
+        out["hidden_test_command"] = (
+            _command(meta["hidden_test_command"], f"{md}: hidden_test_command")
+            if "hidden_test_command" in meta
+            else ("python", "-m", "pytest", "-q", hidden_dir)
+        )
+    return out
 
 
 def load_task(folder: Path, *, tier: str | None = None) -> Task:
@@ -457,16 +618,7 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
             kwargs[key] = _number(
                 meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd"
             )
-    kwargs["regression_command"] = (
-        _command(meta["regression_command"], f"{md}: regression_command")
-        if "regression_command" in meta
-        else ("python", "-m", "pytest", "-q", "tests")
-    )
-    kwargs["hidden_test_command"] = (
-        _command(meta["hidden_test_command"], f"{md}: hidden_test_command")
-        if "hidden_test_command" in meta
-        else ("python", "-m", "pytest", "-q", hidden_dir)
-    )
+    kwargs.update(_test_fields(meta, folder, md, hidden_dir))
 
     demo: tuple[dict[str, Any], ...] = ()
     demo_path = folder / DEMO_FILE
@@ -584,6 +736,24 @@ def load_tasks(
     return [t for t in tasks if t.id in keep]
 
 
+def refuse_unrunnable(tasks: Sequence[Task]) -> None:
+    """Refuse a run holding tasks this host cannot run (``needs: container``).
+
+    All of them: NothingToRun (exit 3). Some: a TaskError (exit 2) naming them, so the run can be
+    narrowed with ``--task``; nothing is half-run.
+    """
+    blocked = [t for t in tasks if t.needs]
+    if not blocked:
+        return
+    names = ", ".join(f"{t.id} (needs {', '.join(t.needs)})" for t in blocked[:5])
+    more = f" and {len(blocked) - 5} more" if len(blocked) > 5 else ""
+    why = "no container executor exists yet"
+    if len(blocked) == len(tasks):
+        raise NothingToRun(f"nothing can run on this host: {names}{more}; {why}")
+    raise TaskError(f"{len(blocked)} selected task(s) cannot run on this host: {names}{more}; {why}; "
+                    "leave them out with --task")
+
+
 def task_summary(task: Task) -> dict[str, Any]:
     """What may be shown about a task to anyone: never hidden fields, tests or solution."""
     return {
@@ -599,7 +769,12 @@ def task_summary(task: Task) -> dict[str, Any]:
         "network_allowlist": list(task.network_allowlist),
         "role": task.role,
         "regression_command": list(task.regression_command),
-        "hidden_test_command": list(task.hidden_test_command),
+        # With required outcomes the hidden command lists hidden test ids: show the runner only.
+        "hidden_test_command": list(task.test_command if task.graded_by_ids else task.hidden_test_command),
+        "graded_by": "test-ids" if task.graded_by_ids else "reward-file" if task.grading and task.grading.reward_file
+        else "command",
+        "solution_kind": task.solution.kind,
+        "needs": list(task.needs),
         "has_demo": bool(task.demo),
         "has_history": (task.root / HISTORY_FILE).is_file(),
     }

@@ -7,6 +7,39 @@ from pathlib import Path
 from typing import Any
 
 TIERS = ("smoke", "standard", "stretch", "adversarial")
+NEEDS = ("container",)  # what a task may need beyond this host; nothing here provides any yet
+
+
+@dataclass(frozen=True)
+class Solution:
+    """How the reference solution is applied to the starting repo (ground truth).
+
+    kind "files" copies ``solution/`` over the worktree (same relative paths); "patch" applies
+    ``patch`` (a path inside the task folder, normally ``solution/*.patch``) with ``git apply``;
+    "command" runs ``command`` (a /bin/sh string) in the worktree with ``LEDGER_SOLUTION_DIR``
+    set to the task's ``solution/`` folder.
+    """
+
+    kind: str = "files"
+    patch: str | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Grading:
+    """A grading command that writes a reward file (Harbor's verifier contract).
+
+    ``command`` (a /bin/sh string) runs in the worktree after the hidden tests were installed,
+    with ``LEDGER_VERIFIER_DIR`` (a fresh, empty folder), ``LEDGER_TESTS_DIR`` (the installed
+    hidden tests) and ``LEDGER_WORKDIR`` (the worktree) set. The attempt passes when the file
+    ``reward_file`` (``reward.txt``: one number; ``reward.json``: a map whose ``reward`` value,
+    or else every numeric value, counts) written into ``LEDGER_VERIFIER_DIR`` holds a reward
+    >= 1. Without ``reward_file`` the command's exit code decides (0 passes).
+    """
+
+    command: str
+    reward_file: str | None = None
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +76,9 @@ class Task:
     ``root`` is the task folder: ``task.md``, ``repo/`` (starting code), ``tests/`` (hidden,
     FAIL_TO_PASS), ``solution/`` (files that, copied over ``repo/``, make the hidden tests pass).
     ``hidden_test_command`` runs the hidden tests (they are copied into the worktree under
-    ``hidden_tests_dir`` after the agent finished); ``regression_command`` is PASS_TO_PASS.
+    ``hidden_tests_dir`` after the agent finished, or applied as ``hidden_tests_patch``);
+    ``regression_command`` is PASS_TO_PASS (empty: no separate regression suite, as for tasks
+    graded by ``fail_to_pass``/``pass_to_pass`` test ids, whose hidden command runs both lists).
     ``hash`` is the hex SHA-256 over every file of the folder (paths and contents, sorted).
     """
 
@@ -67,6 +102,19 @@ class Task:
     regression_command: tuple[str, ...] = ("python", "-m", "pytest", "-q", "tests")
     hidden_fields: dict[str, Any] = field(default_factory=dict)
     demo: tuple[dict[str, Any], ...] = ()
+    solution: Solution = Solution()
+    hidden_tests_patch: str | None = None  # tests/*.patch applied over the worktree, SWE-bench style
+    grading: Grading | None = None
+    test_command: tuple[str, ...] = ()  # with required outcomes: the runner the test ids are given to
+    fail_to_pass: tuple[str, ...] = ()  # test ids that must fail before and pass after
+    pass_to_pass: tuple[str, ...] = ()  # test ids that must pass before and after
+    source: dict[str, str] = field(default_factory=dict)  # {repo, commit, parent} of a mined task
+    needs: tuple[str, ...] = ()  # e.g. ("container",): this host cannot run the task
+
+    @property
+    def graded_by_ids(self) -> bool:
+        """Whether the hidden suite is graded by required per-test outcomes (SWE-bench style)."""
+        return bool(self.fail_to_pass)
 
     @property
     def repo_dir(self) -> Path:

@@ -13,6 +13,10 @@ For one task, in a throw-away copy of ``repo/``:
     solution-scope        solution/ stays out of the test folders, inside owned_files, and
                           matches expected_files_modified when those are declared
     prompt-clean          the prompt quotes no line of the hidden tests or of the solution's change
+    solution-applies      (patch or command solutions) the reference solution applies
+    required-outcomes     (tasks graded by test ids) every FAIL_TO_PASS id fails before and passes
+                          after, every PASS_TO_PASS id passes both times (pytest ``-rA`` report)
+    host                  (tasks with ``needs``) fails: this host cannot provide what they need
     demo                  (with demo.yaml) the trajectory applies; a smoke demo solves the task
     history               (with repo_history.yaml) replaying it ends at exactly repo/
     history-reveals-fix   (hidden.temptation: git-history) a replayed commit holds the fix
@@ -39,6 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from ledger.errors import LedgerError, UsageError
+from ledger.tasks import apply
 from ledger.tasks.loader import iter_files, load_repo_history
 from ledger.tasks.model import Signal, Task
 
@@ -82,6 +87,7 @@ class CommandResult:
     exit_code: int | None  # None: could not be started or timed out
     summary: str  # one line: pytest's summary or the reason it did not run
     executable: bool = True
+    output: str = ""  # the whole output (kept in memory only, never in a check's detail)
 
 
 def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -114,10 +120,12 @@ def _summary(output: str) -> str:
 
 
 def run_command(
-    command: Sequence[str] | str, cwd: Path, *, timeout: float = COMMAND_TIMEOUT_S
+    command: Sequence[str] | str, cwd: Path, *, timeout: float = COMMAND_TIMEOUT_S,
+    extra_env: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run a task command (argv list, or a shell string run by /bin/sh) in ``cwd``."""
     env = command_env()
+    env.update(extra_env or {})
     argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
     try:
         proc = subprocess.run(
@@ -138,7 +146,7 @@ def run_command(
         return CommandResult(None, f"timed out after {timeout:g}s")
     text = proc.stdout.decode("utf-8", errors="replace")
     executable = not (isinstance(command, str) and proc.returncode in (126, 127))
-    return CommandResult(proc.returncode, _summary(text), executable=executable)
+    return CommandResult(proc.returncode, _summary(text), executable=executable, output=text)
 
 
 def check_signal(signal: Signal, worktree: Path) -> tuple[bool, str, bool]:
@@ -204,8 +212,21 @@ def apply_demo(steps: Iterable[Mapping[str, Any]], worktree: Path) -> list[str]:
 # --------------------------------------------------------------------------- static checks
 
 
+def solution_files(task: Task) -> list[str] | None:
+    """The worktree files the reference solution changes (None: a command, not known ahead)."""
+    if task.solution.kind == "command":
+        return None
+    if task.solution.kind == "patch":
+        assert task.solution.patch is not None
+        return apply.patch_paths((task.root / task.solution.patch).read_text(encoding="utf-8", errors="replace"))
+    return [rel for rel, _ in iter_files(task.solution_dir)]
+
+
 def _solution_scope(task: Task) -> Check:
-    files = [rel for rel, _ in iter_files(task.solution_dir)]
+    found = solution_files(task)
+    if found is None:
+        return Check("solution-scope", True, "a solution command: its files are not known ahead")
+    files = found
     problems = []
     for rel in files:
         top = PurePosixPath(rel).parts[0]
@@ -232,17 +253,28 @@ def _leak_lines(text: str, *, min_len: int) -> set[str]:
     return out
 
 
+def _added(text: str) -> str:
+    """The added lines of a patch, without their '+'."""
+    return "\n".join(ln[1:] for ln in text.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+
+
 def _prompt_clean(task: Task) -> Check:
     leaks = 0
-    for _rel, path in iter_files(task.tests_dir):
+    for rel, path in iter_files(task.tests_dir):
         text = path.read_text(encoding="utf-8", errors="replace")
+        if f"tests/{rel}" == task.hidden_tests_patch:
+            text = _added(text)
         # Expected values are the ground truth: short assertions count, other lines when long.
         lines = {
             s for s in _leak_lines(text, min_len=16) if len(s) >= 40 or "assert" in s or "==" in s
         }
         leaks += sum(1 for line in lines if line in task.prompt)
     for rel, path in iter_files(task.solution_dir):
-        new = _leak_lines(path.read_text(encoding="utf-8", errors="replace"), min_len=32)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if f"solution/{rel}" == task.solution.patch:
+            leaks += sum(1 for line in _leak_lines(_added(text), min_len=32) if line in task.prompt)
+            continue
+        new = _leak_lines(text, min_len=32)
         original = task.repo_dir / rel
         if original.is_file():
             new -= _leak_lines(original.read_text(encoding="utf-8", errors="replace"), min_len=32)
@@ -308,21 +340,44 @@ def _fmt(res: CommandResult) -> str:
     return f"{code}: {res.summary}" if res.summary else code
 
 
+def _hidden_run(task: Task, work: Path, base: Path) -> tuple[CommandResult, bool]:
+    """Run the hidden command; (result, passed). A grading command is judged by its reward file."""
+    verifier = base / "verifier"
+    if verifier.exists():
+        shutil.rmtree(verifier)
+    verifier.mkdir()
+    timeout = task.grading.timeout_s if task.grading and task.grading.timeout_s else COMMAND_TIMEOUT_S
+    res = run_command(task.hidden_test_command, work, timeout=timeout,
+                      extra_env=apply.hidden_env(task, work, verifier))
+    if task.grading is not None and task.grading.reward_file is not None:
+        reward, detail = apply.read_reward(verifier, task.grading.reward_file)
+        code = "no exit" if res.exit_code is None else f"exit {res.exit_code}"
+        return CommandResult(res.exit_code, f"{code}, {detail}", res.executable, res.output), apply.reward_passes(reward)
+    return res, _exit_ok(res)
+
+
 def _validate_in(task: Task, base: Path) -> list[Check]:
+    if task.needs:
+        return [Check("host", False, f"needs {', '.join(task.needs)}: no executor here provides it; "
+                                     "the task cannot be validated or run on this host")]
     checks: list[Check] = []
     work = base / "attempt"
     _copy_tree(task.repo_dir, work)
 
-    before = run_command(task.regression_command, work)
-    checks.append(Check("regression-before", _exit_ok(before), _fmt(before)))
+    if task.regression_command:
+        before = run_command(task.regression_command, work)
+        checks.append(Check("regression-before", _exit_ok(before), _fmt(before)))
 
-    _copy_tree(task.tests_dir, work / task.hidden_tests_dir)
-    hidden_before = run_command(task.hidden_test_command, work)
+    apply.install_hidden_tests(task, work)
+    hidden_before, passed_before = _hidden_run(task, work, base)
     # pytest: 1 = tests failed, 2 = collection errors (e.g. the function to add does not exist yet);
     # 5 = no tests collected and 3/4 = pytest broke, which prove nothing.
-    fails = hidden_before.exit_code in (1, 2) if task.hidden_test_command[:3] == ("python", "-m", "pytest") else (
-        hidden_before.exit_code not in (0, None)
-    )
+    if task.grading is not None:
+        fails = not passed_before and hidden_before.exit_code is not None
+    elif tuple(task.hidden_test_command[:3]) == ("python", "-m", "pytest"):
+        fails = hidden_before.exit_code in (1, 2)
+    else:
+        fails = hidden_before.exit_code not in (0, None)
     checks.append(Check("hidden-fails-before", fails, _fmt(hidden_before)))
 
     sig_before, not_exec = _signal_round(task, work)
@@ -337,11 +392,27 @@ def _validate_in(task: Task, base: Path) -> list[Check]:
         )
     )
 
-    _copy_tree(task.solution_dir, work)
-    hidden_after = run_command(task.hidden_test_command, work)
-    checks.append(Check("hidden-passes-after", _exit_ok(hidden_after), _fmt(hidden_after)))
-    after = run_command(task.regression_command, work)
-    checks.append(Check("regression-after", _exit_ok(after), _fmt(after)))
+    if task.solution.kind == "files":
+        _copy_tree(task.solution_dir, work)
+    else:
+        applied = apply.apply_solution(task, work, env=command_env())
+        checks.append(Check("solution-applies", applied.ok, applied.detail))
+    if task.hidden_tests_patch is None:
+        # A solution that writes into the hidden folder must not replace the hidden tests.
+        apply.install_hidden_tests(task, work)
+    hidden_after, passed_after = _hidden_run(task, work, base)
+    checks.append(Check("hidden-passes-after", passed_after, _fmt(hidden_after)))
+    if task.graded_by_ids:
+        problems = apply.outcomes_verdict(
+            apply.parse_pytest_report(hidden_before.output), apply.parse_pytest_report(hidden_after.output),
+            task.fail_to_pass, task.pass_to_pass)
+        detail = "; ".join(problems[:5]) + (f"; {len(problems) - 5} more" if len(problems) > 5 else "")
+        checks.append(Check(
+            "required-outcomes", not problems,
+            detail or f"{len(task.fail_to_pass)} FAIL_TO_PASS and {len(task.pass_to_pass)} PASS_TO_PASS hold"))
+    if task.regression_command:
+        after = run_command(task.regression_command, work)
+        checks.append(Check("regression-after", _exit_ok(after), _fmt(after)))
     sig_after, not_exec_after = _signal_round(task, work)
     bad = [f"signal {i}: {d}" for i, (passed, d) in enumerate(sig_after) if not passed]
     checks.append(
@@ -370,11 +441,11 @@ def _demo_check(task: Task, work: Path) -> Check:
     problems = apply_demo(task.demo, work)
     if problems:
         return Check("demo", False, "; ".join(problems))
-    _copy_tree(task.tests_dir, work / task.hidden_tests_dir)
-    hidden = run_command(task.hidden_test_command, work)
-    regression = run_command(task.regression_command, work)
+    apply.install_hidden_tests(task, work)
+    hidden, hidden_ok = _hidden_run(task, work, work.parent)
+    regression = run_command(task.regression_command, work) if task.regression_command else CommandResult(0, "none")
     signals, _ = _signal_round(task, work)
-    solves = _exit_ok(hidden) and _exit_ok(regression) and all(p for p, _ in signals)
+    solves = hidden_ok and _exit_ok(regression) and all(p for p, _ in signals)
     detail = "applies and solves the task" if solves else (
         f"applies; does not solve (hidden {_fmt(hidden)}; regression {_fmt(regression)})"
     )

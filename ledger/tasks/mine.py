@@ -1,0 +1,365 @@
+"""Mine golden tasks from the fix commits of a local git repository, the SWE-bench way.
+
+For a candidate commit C with parent P:
+
+    starting repo      the tree of P (``repo/``)
+    hidden tests       C's changes to test files, as a patch (``tests/hidden.patch``)
+    reference solution the rest of C's change, as a patch (``solution/fix.patch``)
+    FAIL_TO_PASS       test ids of the changed test modules that fail on P + hidden tests and
+                       pass on C; PASS_TO_PASS: those that pass both times
+    statement          C's commit message (and ``--statement FILE``), never the diff
+
+A commit is rejected, with its reason, when it is a merge or the root, changes no test module or
+nothing but tests, when no test fails before and passes after, when an outcome differs between
+``runs`` repeated runs (flaky), or when the finished folder does not validate
+(``ledger tasks validate``'s checks). Test runs happen in throw-away copies under a temporary
+folder with the process runner of ``ledger.tasks.validate`` (the seam where the isolation
+sandbox takes over once it exists).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from ledger.errors import TaskError, UsageError
+from ledger.tasks import apply
+from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
+from ledger.tasks.validate import COMMAND_TIMEOUT_S, run_command, validate_task
+
+GIT_TIMEOUT_S = 60.0
+FLAKY_RUNS = 3
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class MineOptions:
+    repo: Path
+    commits: tuple[str, ...] = ()  # explicit commits (else: history of HEAD, newest first)
+    since: str | None = None  # git's --since DATE
+    max_tasks: int | None = None  # stop after this many accepted tasks
+    tier: str = "mined"
+    out: Path = Path(".ledger/golden")  # tasks land in out/<tier>/<task-id>/
+    test_command: tuple[str, ...] = DEFAULT_TEST_COMMAND
+    statement: str | None = None  # issue text added to every statement
+    runs: int = FLAKY_RUNS
+    timeout_s: float = COMMAND_TIMEOUT_S
+    validate: bool = True  # run ``ledger tasks validate``'s checks on each folder written
+
+
+@dataclass(frozen=True)
+class Mined:
+    """The verdict on one examined commit."""
+
+    commit: str
+    subject: str
+    accepted: bool
+    reason: str  # why rejected, or what was accepted
+    task_id: str | None = None
+    folder: str | None = None
+    fail_to_pass: int = 0
+    pass_to_pass: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "subject": self.subject, "accepted": self.accepted,
+                "reason": self.reason, "task_id": self.task_id, "folder": self.folder,
+                "fail_to_pass": self.fail_to_pass, "pass_to_pass": self.pass_to_pass}
+
+
+@dataclass
+class MineReport:
+    repo: str
+    tier: str
+    out: str
+    results: list[Mined] = field(default_factory=list)
+    seconds: float = 0.0  # the whole mining
+    test_seconds: float = 0.0  # of which spent running tests (and validating)
+
+    @property
+    def accepted(self) -> list[Mined]:
+        return [r for r in self.results if r.accepted]
+
+    @property
+    def rejected(self) -> list[Mined]:
+        return [r for r in self.results if not r.accepted]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"repo": self.repo, "tier": self.tier, "out": self.out,
+                "examined": len(self.results), "accepted": len(self.accepted),
+                "rejected": len(self.rejected), "seconds": round(self.seconds, 3),
+                "test_seconds": round(self.test_seconds, 3),
+                "results": [r.as_dict() for r in self.results]}
+
+
+class _Reject(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- git
+
+
+def git(repo: Path, *args: str, binary: bool = False) -> Any:
+    env = apply._git_env()
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True,
+                              timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TaskError(f"git {args[0]} failed: {type(exc).__name__}") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise TaskError(f"git {args[0]} failed in {repo}: {msg[0] if msg else proc.returncode}")
+    return proc.stdout if binary else proc.stdout.decode("utf-8", "replace")
+
+
+def is_test_path(path: str) -> bool:
+    """A test file: under a test folder, or named test_*.py / *_test.py / conftest.py."""
+    p = PurePosixPath(path)
+    name = p.name
+    return (any(part in _TEST_DIRS for part in p.parts[:-1]) or name == "conftest.py"
+            or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))))
+
+
+def is_test_module(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def candidates(opts: MineOptions) -> list[str]:
+    """The commits to examine, newest first (explicit ones in the order given)."""
+    if opts.commits:
+        return [git(opts.repo, "rev-parse", "--verify", f"{c}^{{commit}}").strip() for c in opts.commits]
+    args = ["rev-list", "--no-merges", "--first-parent"]
+    if opts.since:
+        args.append(f"--since={opts.since}")
+    return git(opts.repo, *args, "HEAD").split()
+
+
+def _tree_problems(repo: Path, commit: str) -> str | None:
+    for line in git(repo, "ls-tree", "-r", "-z", commit).split("\0"):
+        if line.startswith("120000 "):
+            return "the starting tree holds symlinks (task folders are self-contained)"
+        if line.startswith("160000 "):
+            return "the starting tree holds git submodules"
+    return None
+
+
+def export_tree(repo: Path, commit: str, dest: Path) -> None:
+    """Write the files of ``commit`` into ``dest`` (no .git, nothing else)."""
+    data = git(repo, "archive", "--format=tar", commit, binary=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+# --------------------------------------------------------------------------- the miner
+
+
+def _test_argv(opts: MineOptions, targets: Sequence[str]) -> list[str]:
+    argv = list(opts.test_command)
+    if any("pytest" in a for a in argv) and "-rA" not in argv:
+        argv.append("-rA")  # the per-test summary the outcomes are read from
+    return [*argv, *targets]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.test_s = 0.0
+
+    def run(self, argv: Sequence[str], cwd: Path, timeout: float) -> tuple[dict[str, str], str]:
+        started = time.monotonic()
+        try:
+            res = run_command(argv, cwd, timeout=timeout)
+        finally:
+            self.test_s += time.monotonic() - started
+        return apply.parse_pytest_report(res.output), res.summary
+
+
+def _slug(repo: Path) -> str:
+    name = _ID_SAFE.sub("-", repo.resolve().name).strip("-.") or "repo"
+    return name[:40]
+
+
+def _message(repo: Path, commit: str) -> tuple[str, str]:
+    text = git(repo, "log", "-1", "--format=%B", commit).strip()
+    subject = text.splitlines()[0].strip() if text else commit[:12]
+    return subject, text
+
+
+def _write_task(opts: MineOptions, folder: Path, *, commit: str, parent: str, subject: str,
+                message: str, test_patch: bytes, fix_patch: bytes, work_start: Path,
+                f2p: list[str], p2p: list[str], origin: str) -> None:
+    repo_dir = folder / "repo"
+    shutil.copytree(work_start, repo_dir)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "hidden.patch").write_bytes(test_patch)
+    (folder / "solution").mkdir()
+    (folder / "solution" / "fix.patch").write_bytes(fix_patch)
+    meta: dict[str, Any] = {
+        "id": folder.name,
+        "title": subject[:200],
+        "tier": opts.tier,
+        "max_duration_s": 900,
+        "solution": {"patch": "solution/fix.patch"},
+        "hidden_tests": {"patch": "tests/hidden.patch"},
+    }
+    if tuple(opts.test_command) != DEFAULT_TEST_COMMAND:
+        meta["test_command"] = list(_test_argv(opts, []))
+    meta["required_outcomes"] = {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}
+    meta["source"] = {"repo": origin, "commit": commit, "parent": parent}
+    statement = message if not opts.statement else f"{opts.statement.strip()}\n\n{message}"
+    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+    (folder / "task.md").write_text(f"---\n{head}---\n\n{statement.strip()}\n", encoding="utf-8")
+
+
+def examine(opts: MineOptions, commit: str, clock: _Clock, scratch: Path) -> Mined:
+    """Decide one commit; on acceptance the task folder is written under ``opts.out/opts.tier``."""
+    repo = opts.repo
+    subject, message = _message(repo, commit)
+    parents = git(repo, "rev-list", "--parents", "-n", "1", commit).split()[1:]
+
+    def reject(reason: str) -> Mined:
+        return Mined(commit, subject, False, reason)
+
+    if not parents:
+        return reject("root commit: no parent to start from")
+    if len(parents) > 1:
+        return reject("merge commit")
+    parent = parents[0]
+    changed = [p for p in git(repo, "diff-tree", "-r", "--no-commit-id", "--no-renames", "--name-only",
+                              "-z", parent, commit).split("\0") if p]
+    tests = [p for p in changed if is_test_path(p)]
+    source = [p for p in changed if not is_test_path(p)]
+    if not tests:
+        return reject("no test changes: nothing shows the fix")
+    if not source:
+        return reject("only test changes: no fix to make")
+    status = dict(_name_status(repo, parent, commit))
+    modules = [p for p in tests if is_test_module(p) and status.get(p) != "D"]
+    if not modules:
+        return reject("no test module added or changed (only helpers or conftest)")
+    problem = _tree_problems(repo, parent)
+    if problem:
+        return reject(problem)
+
+    test_patch = git(repo, "diff", "--binary", "--full-index", "--no-renames", parent, commit, "--", *tests,
+                     binary=True)
+    fix_patch = git(repo, "diff", "--binary", "--full-index", "--no-renames", parent, commit, "--", *source,
+                    binary=True)
+    base = Path(tempfile.mkdtemp(prefix="mine-", dir=scratch))
+    try:
+        start = base / "start"
+        export_tree(repo, parent, start)
+        before, after = base / "before", base / "after"
+        shutil.copytree(start, before)
+        (base / "tests.patch").write_bytes(test_patch)
+        (base / "fix.patch").write_bytes(fix_patch)
+        applied = apply.git_apply(base / "tests.patch", before)
+        if not applied.ok:
+            return reject(f"the test change does not apply to the parent: {applied.detail}")
+        shutil.copytree(before, after)
+        applied = apply.git_apply(base / "fix.patch", after)
+        if not applied.ok:
+            return reject(f"the fix does not apply to the parent: {applied.detail}")
+        argv = _test_argv(opts, modules)
+        runs_before, runs_after = [], []
+        out_b, sum_b = clock.run(argv, before, opts.timeout_s)
+        out_a, sum_a = clock.run(argv, after, opts.timeout_s)
+        runs_before.append(out_b)
+        runs_after.append(out_a)
+        if not out_a:
+            return reject(f"the tests did not run after the fix ({sum_a or 'no output'})")
+        f2p = sorted(t for t, o in out_a.items() if o == "passed" and out_b.get(t) != "passed")
+        if not f2p:
+            return reject("no test fails before and passes after (the tests already pass on the parent)")
+        for _ in range(opts.runs - 1):
+            runs_before.append(clock.run(argv, before, opts.timeout_s)[0])
+            runs_after.append(clock.run(argv, after, opts.timeout_s)[0])
+        flaky = sorted({t for runs in (runs_before, runs_after) for r in runs[1:]
+                        for t in set(r) | set(runs[0]) if r.get(t) != runs[0].get(t)})
+        if flaky:
+            return reject(f"flaky over {opts.runs} runs: {', '.join(flaky[:3])}"
+                          + (f" and {len(flaky) - 3} more" if len(flaky) > 3 else ""))
+        p2p = sorted(t for t, o in out_a.items() if o == "passed" and out_b.get(t) == "passed")
+        task_id = f"{_slug(repo)}-{commit[:12]}"
+        folder = opts.out / opts.tier / task_id
+        if folder.exists():
+            return reject(f"{folder} exists already (mined before?)")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _write_task(opts, folder, commit=commit, parent=parent, subject=subject, message=message,
+                    test_patch=test_patch, fix_patch=fix_patch, work_start=start, f2p=f2p, p2p=p2p,
+                    origin=str(repo.resolve()))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if opts.validate:
+        started = time.monotonic()
+        try:
+            result = validate_task(load_task(folder, tier=opts.tier), workdir=scratch)
+        except TaskError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            return reject(f"the task folder does not load: {exc}")
+        finally:
+            clock.test_s += time.monotonic() - started
+        if not result.ok:
+            shutil.rmtree(folder, ignore_errors=True)
+            return reject("not fair: " + "; ".join(f"{c.name} ({c.detail})" for c in result.failed)[:300])
+    return Mined(commit, subject, True, f"{len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS",
+                 task_id=task_id, folder=str(folder), fail_to_pass=len(f2p), pass_to_pass=len(p2p))
+
+
+def _name_status(repo: Path, parent: str, commit: str) -> list[tuple[str, str]]:
+    parts = [p for p in git(repo, "diff-tree", "-r", "--no-commit-id", "--no-renames", "--name-status", "-z",
+                            parent, commit).split("\0") if p]
+    return [(parts[i + 1], parts[i][0]) for i in range(0, len(parts) - 1, 2)]
+
+
+def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
+    """Examine the candidate commits of ``opts.repo`` and write a task folder for each accepted one."""
+    repo = Path(opts.repo)
+    if not (repo / ".git").exists() and git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
+        raise UsageError(f"{repo}: not a git repository")
+    if opts.max_tasks is not None and opts.max_tasks < 1:
+        raise UsageError("--max must be at least 1")
+    if opts.runs < 1:
+        raise UsageError("runs must be at least 1")
+    if not opts.test_command:
+        raise UsageError("--test-cmd is empty")
+    report = MineReport(repo=str(repo.resolve()), tier=opts.tier, out=str(Path(opts.out) / opts.tier))
+    started = time.monotonic()
+    clock = _Clock()
+    commits = candidates(opts)
+    with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp:
+        for n, commit in enumerate(commits, 1):
+            if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
+                break
+            result = examine(opts, commit, clock, Path(tmp))
+            report.results.append(result)
+            if progress is not None:
+                verdict = "accepted" if result.accepted else "rejected"
+                progress(f"[{n}/{len(commits)}] {commit[:12]} {verdict}: {result.reason}")
+    report.seconds = time.monotonic() - started
+    report.test_seconds = clock.test_s
+    return report
+
+
+def parse_test_command(text: str) -> tuple[str, ...]:
+    try:
+        argv = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"--test-cmd: {exc}") from None
+    if not argv:
+        raise UsageError("--test-cmd is empty")
+    return argv
