@@ -245,3 +245,59 @@ def _render_harvest(rows: list[tuple[str, bool, str, str]], first: str, footer: 
     console = _console()
     console.print(table)
     console.print(footer, highlight=False, markup=False)
+
+
+@tasks.group("import")
+def import_group() -> None:
+    """Import tasks of other suites (SWE-bench records, Harbor / Terminal-Bench folders)."""
+
+
+def _render_import(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        rows = [(r.name, r.accepted, r.task_id or "-", r.reason) for r in report.results]
+        d = report.as_dict()
+        _render_harvest(rows, "source", f"{d['imported']} imported ({d['runnable']} runnable here), "
+                        f"{d['skipped']} skipped -> {report.out}")
+    if not report.accepted:
+        raise VerificationError("import", "nothing was imported")
+
+
+@import_group.command("swebench")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--repos", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), metavar="DIR",
+              help="Local clones, one per repository, as DIR/<owner>__<name> (nothing is fetched).")
+@click.option("--tier", default="swebench", show_default=True, metavar="T", help="Tier the tasks go to.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Tasks go to DIR/<tier>/<instance>/ (default: the ledger's golden folder).")
+@click.option("--python", "python", metavar="PATH",
+              help="Interpreter of a virtualenv with the repositories' dependencies (default: this one).")
+@json_option
+@pass_ctx
+def import_swebench_cmd(ctx: Ctx, file: Path, repos: Path, tier: str, out: Path | None, python: str | None,
+                        as_json: bool) -> None:
+    """Import SWE-bench instances (JSONL) against local clones; instances whose environment cannot
+    be built here are skipped with the reason. Exit 1 if nothing was imported."""
+    from ledger.tasks.importers import import_swebench
+
+    report = import_swebench(file, repos, out=out or ctx.home.golden_dir, tier=_tier_name(tier), python=python,
+                             progress=_progress_line(_console(err=True)))
+    _render_import(report, as_json)
+
+
+@import_group.command("harbor")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--tier", default="harbor", show_default=True, metavar="T", help="Tier the tasks go to.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Tasks go to DIR/<tier>/<name>/ (default: the ledger's golden folder).")
+@json_option
+@pass_ctx
+def import_harbor_cmd(ctx: Ctx, folder: Path, tier: str, out: Path | None, as_json: bool) -> None:
+    """Import a Harbor (task.toml) or Terminal-Bench (task.yaml) task folder, or a folder of them;
+    tasks whose oracle fails on this host are marked `needs: container`. Exit 1 if nothing was imported."""
+    from ledger.tasks.importers import import_harbor
+
+    report = import_harbor(folder, out=out or ctx.home.golden_dir, tier=_tier_name(tier),
+                           progress=_progress_line(_console(err=True)))
+    _render_import(report, as_json)

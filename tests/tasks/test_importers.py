@@ -1,0 +1,296 @@
+"""`ledger tasks import swebench|harbor`: records against a local clone and task folders written
+for these tests become ordinary tasks; the oracle passes and `noop` fails on every runnable one."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from ledger.tasks.importers import _container_paths, host_unsafe
+from ledger.tasks.loader import load_task
+from ledger.tasks.validate import validate_task
+from tests.tasks.gitrepos import CALC_FIXED, CALC_START, TEST_ADD, TEST_NEG, commit, git, init
+
+
+def ledger(home: Path, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["--ledger", str(home), *args], catch_exceptions=False)
+
+
+def run_outcomes(home: Path, tier: str) -> dict[tuple[str, str], str]:
+    result = ledger(home, "run", "--tier", tier, "--agent", "oracle", "--agent", "noop", "--trace", "none", "--json")
+    assert result.exit_code == 0, result.output
+    return {(a["task"], a["agent"]): a["outcome"] for a in json.loads(result.stdout)["attempts"]}
+
+
+# --------------------------------------------------------------------------- SWE-bench
+
+
+def _swebench_records(repos: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A clone at repos/acme__calc and one record per case; returns (records, expected reason by id)."""
+    clone = init(repos / "acme__calc")
+    base = commit(clone, "start", {"calc.py": CALC_START, "tests/test_calc.py": TEST_NEG})
+    fix = commit(clone, "fix add", {"calc.py": CALC_FIXED, "tests/test_calc.py": TEST_ADD})
+    git(clone, "checkout", "-q", "-b", "env", base)
+    env = commit(clone, "needs a dependency", {"calc.py": CALC_FIXED, "tests/test_env.py":
+                 "import not_installed_dependency_xyz\n\n\ndef test_add_env():\n    assert True\n"})
+    git(clone, "checkout", "-q", "main")
+
+    def diff(a: str, b: str, *paths: str) -> str:
+        return git(clone, "diff", "--full-index", a, b, "--", *paths) + "\n"
+
+    good = {"repo": "acme/calc", "instance_id": "acme__calc-1", "base_commit": base,
+            "patch": diff(base, fix, "calc.py"), "test_patch": diff(base, fix, "tests"),
+            "problem_statement": "add() returns the difference\n\nadd(2, 3) gives -1; it should be 5.\n",
+            "FAIL_TO_PASS": json.dumps(["tests/test_calc.py::test_add"]),  # the datasets' JSON-string form
+            "PASS_TO_PASS": ["tests/test_calc.py::test_neg"], "version": "0.1",
+            "environment_setup_commit": base, "hints_text": "look at the operator"}
+    records = [
+        good,
+        {**good, "instance_id": "acme__absent-1", "repo": "acme/absent"},
+        {**good, "instance_id": "acme__calc-django", "FAIL_TO_PASS": ["test_add (calc.tests.AddTests)"]},
+        {**good, "instance_id": "acme__calc-env", "test_patch": diff(base, env, "tests"),
+         "FAIL_TO_PASS": ["tests/test_env.py::test_add_env"]},
+        {k: v for k, v in good.items() if k != "test_patch"} | {"instance_id": "acme__calc-partial"},
+        {**good, "instance_id": "acme__calc-badbase", "base_commit": "0" * 40},
+        {**good, "instance_id": "acme__calc-wrong", "PASS_TO_PASS": ["tests/test_calc.py::test_add_missing"]},
+    ]
+    expected = {
+        "acme__calc-1": "1 FAIL_TO_PASS, 1 PASS_TO_PASS",
+        "acme__absent-1": "no local clone at",
+        "acme__calc-django": "test ids are not pytest node ids",
+        "acme__calc-env": "environment cannot be built here",
+        "acme__calc-partial": "missing field(s) test_patch",
+        "acme__calc-badbase": "is not in",
+        "acme__calc-wrong": "PASS_TO_PASS tests/test_calc.py::test_add_missing is missing before",
+    }
+    return records, expected
+
+
+@pytest.fixture(scope="module")
+def swebench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("swebench")
+    records, expected = _swebench_records(tmp / "repos")
+    data = tmp / "instances.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    home = tmp / ".ledger"
+    result = ledger(home, "tasks", "import", "swebench", str(data), "--repos", str(tmp / "repos"), "--json")
+    assert result.exit_code == 0, result.output
+    return {"home": home, "report": json.loads(result.stdout), "expected": expected, "tmp": tmp}
+
+
+def test_swebench_import_takes_the_buildable_record_and_skips_the_rest_with_reasons(swebench: dict[str, Any]) -> None:
+    """Only the record whose environment works here is imported; each other one says why it was skipped."""
+    got = {r["name"]: r for r in swebench["report"]["results"]}
+    for name, phrase in swebench["expected"].items():
+        assert phrase in got[name]["reason"], (name, got[name]["reason"])
+        assert got[name]["accepted"] is (name == "acme__calc-1"), name
+    assert swebench["report"]["imported"] == 1
+
+
+def test_swebench_task_is_graded_by_swebench_ids_and_keeps_hints_hidden(swebench: dict[str, Any]) -> None:
+    """The imported task starts at base_commit, grades FAIL_TO_PASS/PASS_TO_PASS ids, and validates."""
+    task = load_task(swebench["home"] / "golden" / "swebench" / "acme__calc-1")
+    assert task.fail_to_pass == ("tests/test_calc.py::test_add",)
+    assert task.pass_to_pass == ("tests/test_calc.py::test_neg",)
+    assert task.source["instance_id"] == "acme__calc-1" and task.source["format"] == "swebench"
+    assert task.prompt.startswith("add() returns the difference") and "operator" not in task.prompt
+    assert task.hidden_fields["hints_text"] == "look at the operator"
+    assert (task.repo_dir / "calc.py").read_text() == CALC_START
+    assert validate_task(task).ok
+
+
+def test_swebench_task_oracle_passes_noop_fails(swebench: dict[str, Any]) -> None:
+    """Through `ledger run`: the reference patch resolves the instance, doing nothing does not."""
+    assert run_outcomes(swebench["home"], "swebench") == {
+        ("acme__calc-1", "oracle"): "passed", ("acme__calc-1", "noop"): "failed"}
+
+
+def test_swebench_bad_input_is_exit_2(tmp_path: Path) -> None:
+    """A file that is not JSON lines is one clear error line, exit 2."""
+    bad = tmp_path / "x.jsonl"
+    bad.write_text("{not json\n")
+    (tmp_path / "repos").mkdir()
+    result = ledger(tmp_path / ".ledger", "tasks", "import", "swebench", str(bad), "--repos", str(tmp_path / "repos"))
+    assert result.exit_code == 2 and "line 1 is not JSON" in result.stderr and "Traceback" not in result.output
+
+
+# --------------------------------------------------------------------------- Harbor / Terminal-Bench
+
+WORDCOUNT_START = "def count_words(text):\n    return len(text.split(' '))\n"
+WORDCOUNT_FIXED = "def count_words(text):\n    return len(text.split())\n"
+TEST_OUTPUTS = """from wordcount import count_words
+
+
+def test_counts_words_separated_by_any_whitespace():
+    assert count_words("a  b\\tc\\n") == 3
+
+
+def test_empty_text_has_no_words():
+    assert count_words("") == 0
+"""
+
+HARBOR = {
+    # Runs on this host: a Python-only environment, scripts that use container paths only.
+    "wordcount/task.toml": """\
+        version = "1.0"
+
+        [metadata]
+        difficulty = "easy"
+        category = "programming"
+
+        [verifier]
+        timeout_sec = 60.0
+
+        [agent]
+        timeout_sec = 240.0
+
+        [environment]
+        build_timeout_sec = 600.0
+        cpus = 1
+        """,
+    "wordcount/instruction.md": "# Count words by whitespace\n\n`count_words` in `/app/wordcount.py` miscounts "
+                                "text with tabs, newlines or repeated spaces. Make it count words separated by any "
+                                "whitespace.\n",
+    "wordcount/environment/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nCOPY wordcount.py /app/\n",
+    "wordcount/environment/wordcount.py": WORDCOUNT_START,
+    "wordcount/tests/test.sh": """\
+        #!/bin/bash
+        cd /app
+        if python -m pytest -q /tests/test_outputs.py; then
+          echo 1 > /logs/verifier/reward.txt
+        else
+          echo 0 > /logs/verifier/reward.txt
+        fi
+        """,
+    "wordcount/tests/test_outputs.py": TEST_OUTPUTS,
+    "wordcount/solution/solve.sh": "#!/bin/bash\ncat > /app/wordcount.py <<'EOF'\n" + WORDCOUNT_FIXED + "EOF\n",
+    # Typical Harbor verifier: fetches its test runner from the network. Never tried on the host.
+    "fetches/task.toml": "version = \"1.0\"\n\n[agent]\ntimeout_sec = 60.0\n",
+    "fetches/instruction.md": "Write hello to /app/out.txt.\n",
+    "fetches/environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nRUN apt-get update\n",
+    "fetches/tests/test.sh": """\
+        #!/bin/bash
+        curl -LsSf https://astral.sh/uv/install.sh | sh
+        uvx pytest /tests/test_state.py && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
+        """,
+    "fetches/tests/test_state.py": "def test_out():\n    assert open('/app/out.txt').read() == 'hello'\n",
+    "fetches/solution/solve.sh": "#!/bin/bash\necho -n hello > /app/out.txt\n",
+    # Tried on the host, fails: it needs a tool only its image has.
+    "needs-tool/task.toml": "version = \"1.0\"\n",
+    "needs-tool/instruction.md": "Configure the frobnicator.\n",
+    "needs-tool/environment/Dockerfile": "FROM frob:1\nWORKDIR /srv\n",
+    "needs-tool/tests/test.sh": """\
+        #!/bin/bash
+        if [ -x /opt/frobnicator-image-only/frob ]; then echo 1 > /logs/verifier/reward.json; fi
+        """,
+    "needs-tool/solution/solve.sh": "#!/bin/bash\n/opt/frobnicator-image-only/frob --init\n",
+    # Terminal-Bench's older layout: task.yaml, run-tests.sh (exit code decides), solution.sh.
+    "tb-wordcount/task.yaml": """\
+        instruction: |-
+          count_words in wordcount.py miscounts text with tabs, newlines or repeated spaces.
+          Make it count words separated by any whitespace.
+        author_email: someone@example.invalid
+        difficulty: easy
+        max_agent_timeout_sec: 180
+        max_test_timeout_sec: 30
+        """,
+    "tb-wordcount/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nCOPY wordcount.py /app/\n",
+    "tb-wordcount/wordcount.py": WORDCOUNT_START,
+    "tb-wordcount/run-tests.sh": "#!/bin/bash\npython -m pytest -q $TEST_DIR/test_outputs.py\n".replace(
+        "$TEST_DIR", "/tests"),
+    "tb-wordcount/tests/test_outputs.py": TEST_OUTPUTS,
+    "tb-wordcount/solution.sh": "#!/bin/bash\ncat > wordcount.py <<'EOF'\n" + WORDCOUNT_FIXED + "EOF\n",
+    # Not a task: no solution to prove it with.
+    "no-oracle/task.toml": "version = \"1.0\"\n",
+    "no-oracle/instruction.md": "Do something.\n",
+    "no-oracle/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+}
+
+
+def write_harbor(root: Path) -> Path:
+    for rel, text in HARBOR.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("harbor")
+    src = write_harbor(tmp / "harbor-tasks")
+    home = tmp / ".ledger"
+    result = ledger(home, "tasks", "import", "harbor", str(src), "--json")
+    assert result.exit_code == 0, result.output
+    return {"home": home, "report": json.loads(result.stdout)}
+
+
+def test_harbor_import_marks_what_this_host_cannot_run(harbor: dict[str, Any]) -> None:
+    """Host-satisfied tasks import runnable; network/installing scripts and failing oracles get needs: container."""
+    got = {r["name"]: r for r in harbor["report"]["results"]}
+    assert got["wordcount"]["accepted"] and got["wordcount"]["needs"] == []
+    assert got["tb-wordcount"]["accepted"] and got["tb-wordcount"]["needs"] == []
+    assert got["fetches"]["needs"] == ["container"] and "tests/test.sh runs 'curl'" in got["fetches"]["reason"]
+    assert got["needs-tool"]["needs"] == ["container"] and "hidden-passes-after" in got["needs-tool"]["reason"]
+    assert not got["no-oracle"]["accepted"] and "no solution/solve.sh" in got["no-oracle"]["reason"]
+    assert harbor["report"]["runnable"] == 2
+
+
+def test_harbor_task_records_instruction_limits_grading_and_environment(harbor: dict[str, Any]) -> None:
+    """Instruction is the prompt, timeouts become budgets, test.sh + reward.txt the grading, solve.sh a command."""
+    root = harbor["home"] / "golden" / "harbor"
+    task = load_task(root / "wordcount")
+    assert task.prompt.startswith("# Count words by whitespace") and task.max_duration_s == 240.0
+    assert task.grading is not None and task.grading.reward_file == "reward.txt" and task.grading.timeout_s == 60.0
+    assert task.solution.kind == "command" and task.regression_command == ()
+    assert (task.root / "environment" / "Dockerfile").is_file()
+    assert (task.repo_dir / "wordcount.py").read_text() == WORDCOUNT_START
+    assert not (task.repo_dir / "Dockerfile").exists()
+    assert "${LEDGER_VERIFIER_DIR:-/logs/verifier}/reward.txt" in (task.tests_dir / "test.sh").read_text()
+    tb = load_task(root / "tb-wordcount")
+    assert tb.grading is not None and tb.grading.reward_file is None and tb.max_duration_s == 180.0
+    assert load_task(root / "needs-tool").grading.reward_file == "reward.json"  # type: ignore[union-attr]
+    assert validate_task(task).ok and validate_task(tb).ok
+
+
+def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_are_refused(harbor: dict[str, Any]) -> None:
+    """Every runnable imported task: oracle passes, noop fails (reward file read); container tasks: run exits 3."""
+    home = harbor["home"]
+    result = ledger(home, "run", "--tier", "harbor", "--task", "wordcount", "--task", "tb-wordcount",
+                    "--agent", "oracle", "--agent", "noop", "--trace", "none", "--json")
+    assert result.exit_code == 0, result.output
+    got = {(a["task"], a["agent"]): a["outcome"] for a in json.loads(result.stdout)["attempts"]}
+    assert got == {("wordcount", "oracle"): "passed", ("wordcount", "noop"): "failed",
+                   ("tb-wordcount", "oracle"): "passed", ("tb-wordcount", "noop"): "failed"}
+    refused = ledger(home, "run", "--tier", "harbor", "--task", "fetches", "--agent", "oracle", "--trace", "none")
+    assert refused.exit_code == 3 and "fetches (needs container)" in refused.stderr
+
+
+# Container paths in shell scripts -> harness variables with the container path as default.
+PATHS = [
+    ("verifier", "echo 1 > /logs/verifier/reward.txt", "echo 1 > ${LEDGER_VERIFIER_DIR:-/logs/verifier}/reward.txt"),
+    ("tests-dir", "pytest /tests/test_x.py", "pytest ${LEDGER_TESTS_DIR:-/tests}/test_x.py"),
+    ("workdir-alone", "cd /app", "cd ${LEDGER_WORKDIR:-/app}"),
+    ("not-a-prefix", "ls /application /tests_extra /usr/tests", "ls /application /tests_extra /usr/tests"),
+    ("quoted", 'cat "/solution/x"', 'cat "${LEDGER_SOLUTION_DIR:-/solution}/x"'),
+]
+
+
+@pytest.mark.parametrize("name,text,want", PATHS, ids=[p[0] for p in PATHS])
+def test_container_paths_become_variables(name: str, text: str, want: str) -> None:
+    """Only whole container paths are rewritten; longer names that start the same are left alone."""
+    assert _container_paths(text, "/app") == want
+
+
+def test_host_unsafe_scripts_are_found(tmp_path: Path) -> None:
+    """Installing or fetching commands are found in code, not in comments."""
+    (tmp_path / "a.sh").write_text("# apt-get is not used here\necho ok\n")
+    assert host_unsafe(tmp_path) is None
+    (tmp_path / "b.sh").write_text("set -e\npip install requests\n")
+    assert host_unsafe(tmp_path) == "b.sh runs 'pip'"
