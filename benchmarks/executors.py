@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from ledger.home import LedgerHome  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
-from ledger.run.recorder import RunRequest, execute_run  # noqa: E402
+from ledger.run.coordinator import execute_run  # noqa: E402
+from ledger.run.plan import RunRequest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_task import make_home  # noqa: E402
@@ -127,7 +128,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternate local and ray this many times; the best wall of each counts")
     args = parser.parse_args()
-    from ledger.run.ray_executor import RayExecutor
+    from ledger.run.executors.ray import RayExecutor
 
     sleeper = f"cmd:{sys.executable} -c 'import time; time.sleep(1)'"
     walls: dict[str, list[float]] = {"local": [], "ray": []}

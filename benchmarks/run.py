@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from ledger.home import LedgerHome  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
-from ledger.run.recorder import RunRequest, execute_run  # noqa: E402
+from ledger.run.coordinator import execute_run  # noqa: E402
+from ledger.run.plan import RunRequest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_task import make_home  # noqa: E402

@@ -15,7 +15,9 @@ from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
 from ledger.run.config import TRACE_MODES
-from ledger.run.recorder import AttemptResult, RunRequest, RunSummary, execute_run
+from ledger.run.coordinator import execute_run
+from ledger.run.plan import RunRequest
+from ledger.run.summary import AttemptResult, RunSummary
 
 
 class LineProgress:

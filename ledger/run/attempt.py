@@ -18,7 +18,7 @@ model API endpoints, resolved on this node just before the agent starts (``resol
 every host at once, 2 s in all; a failure or a timeout is recorded, never waited out). The
 coordinator's attestation scan takes its scope from there: it allows exactly those folders, names
 and addresses. Commands that the task calls ``python`` run with ``sys.executable``. The
-coordinator stops an attempt by raising ``AttemptStopped`` in this process (see executor.py);
+coordinator stops an attempt by raising ``AttemptStopped`` in this process (see executors/contract.py);
 clean-up then kills whatever the attempt started and the attempt still reports
 ``attempt.finished``.
 """
@@ -50,7 +50,7 @@ from ledger.run.contracts import (
     CaptureFilter,
     no_filter,
 )
-from ledger.run.executor import AttemptStopped
+from ledger.run.executors.contract import AttemptStopped
 from ledger.run.workspace import (
     Workspace,
     bound_text,

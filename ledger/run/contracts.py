@@ -3,19 +3,19 @@
     spec string --resolve_agent()--> Agent --invocation(ctx)--> Invocation (argv, env, parser)
     Invocation --run_agent_process()--> ProcessOutcome (exit, signal, wall time, bounded output,
                                         orphans, trace events, parsed transcript events, usage)
-    Executor: submit(AttemptPlan) -> streams AttemptEvent (entries to append, phase updates)
+    AttemptPlan --executor (ledger.run.executors)--> AttemptEvent stream (entries, phase updates)
 
 Everything here is plain data; the modules that do the work import these types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-# One event destined for the journal: (kind, data). The recorder adds run, task and attempt.
+# One event destined for the journal: (kind, data). The coordinator adds run, task and attempt.
 Event = tuple[str, dict[str, Any]]
 
 
@@ -125,12 +125,3 @@ class AttemptEvent:
     kind: str  # entry kind, or "phase" for a progress update (not journaled)
     data: dict[str, Any]
 
-
-class Executor(Protocol):
-    def submit(self, plan: AttemptPlan) -> None: ...
-
-    def events(self) -> Iterator[AttemptEvent]: ...  # until every submitted attempt finished
-
-    def cancel(self, attempt_id: str) -> None: ...
-
-    def close(self) -> None: ...

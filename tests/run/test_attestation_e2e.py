@@ -37,7 +37,7 @@ from attest.scan import scan_attempt
 from cli.main import cli
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
-from ledger.run.recorder import Attestor, scan_policy
+from ledger.run.scope import Attestor, scan_policy
 from ledger.run.trace import strace_status
 from ledger.tasks.loader import available_tiers, load_tasks
 from ledger.tasks.model import Task

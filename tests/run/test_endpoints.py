@@ -30,7 +30,9 @@ from ledger.run.agents import presets as P
 from ledger.run.agents import resolve_agent
 from ledger.run.attempt import agent_endpoints, resolve_endpoints, static_resolver
 from ledger.run.config import parse_config
-from ledger.run.recorder import RunRequest, endpoint_allowlist, execute_run, scan_policy
+from ledger.run.coordinator import execute_run
+from ledger.run.plan import RunRequest
+from ledger.run.scope import endpoint_allowlist, scan_policy
 from ledger.run.trace import strace_status
 from tests.run.minitasks import make_ledger
 

@@ -15,7 +15,8 @@ import pytest
 
 from ledger.errors import UsageError
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executor import AttemptStopped, LocalExecutor
+from ledger.run.executors.contract import AttemptStopped
+from ledger.run.executors.local import LocalExecutor
 
 HERE = "tests.run.test_executor"
 
@@ -199,7 +200,7 @@ def test_worker_stops_when_the_coordinator_is_killed(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(Path.cwd())!r})
-        from ledger.run.executor import LocalExecutor
+        from ledger.run.executors.local import LocalExecutor
         from tests.run.test_executor import _plan
         ex = LocalExecutor(parallel=1, runner="{HERE}:sleepy_runner")
         ex.submit(_plan(0, pidfile={str(pidfile)!r}))

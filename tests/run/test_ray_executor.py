@@ -29,7 +29,9 @@ from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.recorder import NullProgress, RunRequest, RunSummary, execute_run
+from ledger.run.coordinator import NullProgress, execute_run
+from ledger.run.plan import RunRequest
+from ledger.run.summary import RunSummary
 from tests.run.minitasks import make_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +165,7 @@ class _Factory:
     """An executor_factory that keeps the executors it made (to look at placements)."""
 
     def __init__(self, **options: Any) -> None:
-        from ledger.run.ray_executor import executor_factory
+        from ledger.run.executors import executor_factory
 
         self._make = executor_factory(**options)
         self.made: list[Any] = []
@@ -192,21 +194,22 @@ class _KillOnPhase(NullProgress):
 
 def test_missing_ray_is_one_clear_error_naming_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     """With Ray not importable, asking for the ray executor raises UsageError with the pip line."""
-    from ledger.run import ray_executor
+    from ledger.run.executors import make_executor
+    from ledger.run.executors.ray import RayExecutor
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(UsageError) as err:
-        ray_executor.RayExecutor(2)
+        RayExecutor(2)
     assert "pip install 'eval-ledger[ray]'" in str(err.value)
     with pytest.raises(UsageError, match=r"eval-ledger\[ray\]"):
-        ray_executor.make_executor("ray", 1)
+        make_executor("ray", 1)
     assert err.value.exit_code == 2
 
 
 def test_local_kind_still_comes_from_the_local_factory() -> None:
     """make_executor('local', n) gives the process pool; an unknown kind stays a usage error."""
-    from ledger.run.executor import LocalExecutor
-    from ledger.run.ray_executor import make_executor
+    from ledger.run.executors import make_executor
+    from ledger.run.executors.local import LocalExecutor
 
     executor = make_executor("local", 1)
     try:
@@ -225,8 +228,9 @@ import json, os, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 from ledger.home import LedgerHome
-from ledger.run.recorder import RunRequest, execute_run
-from ledger.run.ray_executor import RayExecutor
+from ledger.run.coordinator import execute_run
+from ledger.run.executors.ray import RayExecutor
+from ledger.run.plan import RunRequest
 from tests.run.minitasks import make_ledger
 from tests.run.test_ray_executor import _descendants, _listen_addresses
 
@@ -420,7 +424,7 @@ def _plan_for(home: Path, task_id: str, agent: str, timeout: float = 60.0) -> At
 def test_cancel_stops_the_agent_on_its_worker_and_reports_cancelled(
         cluster: dict[str, Any], tmp_path: Path) -> None:
     """cancel() mid-agent: the worker kills the agent's group, attempt.finished says cancelled."""
-    from ledger.run.ray_executor import RayExecutor
+    from ledger.run.executors.ray import RayExecutor
 
     home = make_ledger(tmp_path, tasks=("fix-sub",))
     pids = tmp_path / "pids"
@@ -458,7 +462,7 @@ def test_a_worker_killed_mid_attempt_takes_its_agent_processes_with_it(
     interrupted and its guard kills the agent, its group and its setsid child."""
     import signal
 
-    from ledger.run.ray_executor import RayExecutor
+    from ledger.run.executors.ray import RayExecutor
 
     home = make_ledger(tmp_path, tasks=("fix-sub",))
     pids = tmp_path / "pids"
@@ -490,7 +494,7 @@ def test_a_worker_killed_mid_attempt_takes_its_agent_processes_with_it(
 def test_archive_tampered_in_transit_is_refused_on_the_worker(
         cluster: dict[str, Any], tmp_path: Path) -> None:
     """Other bytes under the journaled archive name: the worker reports an error, runs nothing."""
-    from ledger.run.ray_executor import RayExecutor
+    from ledger.run.executors.ray import RayExecutor
 
     home = make_ledger(tmp_path, tasks=("fix-sub", "fix-mul"))
     plan = _plan_for(home, "fix-sub", "noop")

@@ -38,17 +38,15 @@ Ray is an optional dependency: ``pip install 'eval-ledger[ray]'``. It is importe
 from __future__ import annotations
 
 import contextlib
-import functools
 import ipaddress
 import logging
 import os
 import secrets
-import signal
 import socket
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +55,13 @@ import ledger
 from ledger.errors import LedgerError, UsageError
 from ledger.run.archive import default_cache_dir, materialize, pack_task
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executor import DEFAULT_RUNNER, AttemptStopped, finished_event, load_runner
+from ledger.run.executors.contract import (
+    DEFAULT_RUNNER,
+    AttemptStopped,
+    Stopper,
+    finished_event,
+    load_runner,
+)
 
 INSTALL_HINT = "pip install 'eval-ledger[ray]'"
 POLL_S = 0.05  # how long one pull waits for events at most
@@ -65,7 +69,6 @@ HEARTBEAT_S = 0.25  # a worker asks for stop requests at least this often
 PUSH_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024
-_STOP_SIGNALS = {"cancelled": signal.SIGUSR1, "interrupted": signal.SIGUSR2}
 _AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 _ERROR_LIMIT = 500
 
@@ -140,45 +143,6 @@ class WorkerOptions:
     heartbeat_s: float = HEARTBEAT_S
 
 
-class _Stopper:
-    """SIGUSR1 (cancelled) / SIGUSR2 (interrupted) -> one AttemptStopped while armed.
-
-    Same contract as the local executor's worker: ``run_attempt`` disarms it before clean-up, so
-    a late stop request cannot cut the clean-up short. A request that arrives while disarmed is
-    kept in ``pending``.
-    """
-
-    def __init__(self) -> None:
-        self.armed = False
-        self.pending: str | None = None
-        self._saved: dict[int, Any] = {}
-
-    def handler(self, signum: int, _frame: Any) -> None:
-        status = "cancelled" if signum == signal.SIGUSR1 else "interrupted"
-        self.pending = self.pending or status
-        if self.armed:
-            self.armed = False
-            raise AttemptStopped(status)
-
-    def install(self) -> bool:
-        if threading.current_thread() is not threading.main_thread():
-            return False  # signals reach only the main thread; the budget still bounds the agent
-        for sig in _STOP_SIGNALS.values():
-            self._saved[sig] = signal.signal(sig, self.handler)
-        return True
-
-    def uninstall(self) -> None:
-        for sig, old in self._saved.items():
-            signal.signal(sig, old)
-        self._saved.clear()
-
-    def request(self, status: str) -> None:
-        """Called from the flusher thread: stop the attempt running in the main thread."""
-        self.pending = self.pending or status
-        if self._saved:
-            os.kill(os.getpid(), _STOP_SIGNALS.get(status, signal.SIGUSR2))
-
-
 class _SinkStream:
     """Sends one attempt's events to the sink in order, in batches, as they happen.
 
@@ -188,7 +152,7 @@ class _SinkStream:
     stopped as ``interrupted``: nobody would record it.
     """
 
-    def __init__(self, ray: Any, sink: Any, attempt_id: str, stopper: _Stopper,
+    def __init__(self, ray: Any, sink: Any, attempt_id: str, stopper: Stopper,
                  heartbeat_s: float) -> None:
         self._ray, self._sink, self._attempt = ray, sink, attempt_id
         self._stopper = stopper
@@ -324,7 +288,7 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
     import ray
 
     node_id = ray.get_runtime_context().get_node_id()
-    stopper = _Stopper()
+    stopper = Stopper()
     stream = _SinkStream(ray, sink, plan.attempt_id, stopper, options.heartbeat_s)
     reported = False
 
@@ -347,8 +311,8 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
         }))
         stream.flush()
         stream.start()
-        if stopper.pending:
-            finish(stopper.pending, f"{stopper.pending} before it started")
+        if stopper.requested:
+            finish(stopper.requested, f"{stopper.requested} before it started")
             return node_id
         if options.harness_version != ledger.__version__:
             finish("error", f"node {socket.gethostname()} runs eval-ledger {ledger.__version__}, "
@@ -363,8 +327,8 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
         except Exception as exc:  # the object store lost it, the cache's disk is full, ...
             finish("error", _first_line(f"task archive: {type(exc).__name__}: {exc}"))
             return node_id
-        if stopper.pending:
-            finish(stopper.pending, f"{stopper.pending} before it started")
+        if stopper.requested:
+            finish(stopper.requested, f"{stopper.requested} before it started")
             return node_id
         runner = load_runner(options.runner)
         guard = _Guard(plan.attempt_id)
@@ -613,7 +577,7 @@ class RayExecutor:
         self._next_node = self._choose()
         return self._next_node.label
 
-    def place(self, plan: AttemptPlan) -> dict[str, str]:
+    def place(self, plan: AttemptPlan) -> dict[str, str | None]:
         """Pick the node and pack the task for ``plan`` before it is journaled and submitted:
         the fields ``attempt.started`` should carry (``node``, ``archive``)."""
         info = self._choose()
@@ -665,6 +629,10 @@ class RayExecutor:
                 yield event
             if idle_timeout is not None and time.monotonic() - last > idle_timeout:
                 return
+
+    def ready(self) -> int:
+        """How many events are waiting here right now."""
+        return len(self._ready)
 
     def cancel(self, attempt_id: str, *, status: str = "cancelled") -> None:
         """Ask the worker to stop the attempt (its own clean-up kills the agent's process
@@ -796,33 +764,12 @@ class RayExecutor:
                     self._ray.cancel(ref, force=False)
 
 
-# --------------------------------------------------------------------------- factories
-
-
-def make_executor(kind: str, parallel: int, *, ray_address: str | None = None,
-                  **ray_options: Any) -> Any:
-    """``local`` -> the process pool, ``ray`` -> RayExecutor (``ray_address`` optional)."""
-    if kind == "ray":
-        return RayExecutor(parallel, address=ray_address, **ray_options)
-    from ledger.run.recorder import make_executor as make_local
-
-    return make_local(kind, parallel)
-
-
-def executor_factory(*, ray_address: str | None = None,
-                     **ray_options: Any) -> Callable[[str, int], Any]:
-    """An ``executor_factory`` for ``execute_run`` that knows ``ray`` (and its options)."""
-    return functools.partial(make_executor, ray_address=ray_address, **ray_options)
-
-
 __all__ = [
     "INSTALL_HINT",
     "EventSink",
     "NodeInfo",
     "RayExecutor",
     "WorkerOptions",
-    "executor_factory",
     "import_ray",
-    "make_executor",
     "run_on_worker",
 ]

@@ -1,21 +1,15 @@
-"""Executors run attempts somewhere and stream their events back to the coordinator.
+"""The local executor: attempts in worker processes on this machine.
 
-    coordinator --submit(plan)--> executor --plan--> worker process: run_attempt(plan, emit)
-    coordinator <--events()----- executor <--AttemptEvent (queue, as they happen)-- worker
-
-The interface (``ledger.run.contracts.Executor``) is four calls: ``submit``, ``events`` (yields
-until every submitted attempt has reported ``attempt.finished``), ``cancel`` and ``close``. The
-executor never writes the journal and never retries: a worker that dies mid-attempt yields a
-synthesized ``attempt.finished`` with status ``interrupted``, and the coordinator decides what to
-do (``--resume`` runs that slot again under a new try number). A cluster engine plugs in by
-implementing the same four calls; ``node`` names where attempts run.
+    coordinator --submit(plan)--> LocalExecutor --plan--> worker process: run_attempt(plan, emit)
+    coordinator <--events()----- LocalExecutor <--AttemptEvent (queue, as they happen)-- worker
 
 ``LocalExecutor(parallel=N)`` keeps N worker processes (forkserver, else spawn; never fork,
 because the coordinator may have threads). Each worker gets plans through its own inbox, so the
 executor always knows which process runs which attempt. Stopping an attempt is a signal to its
 worker: SIGUSR1 means cancelled, SIGUSR2 interrupted (the worker keeps serving), SIGTERM
-interrupted and stop serving. The worker turns it into an exception inside the attempt, whose
-clean-up kills the agent's process group and reports ``attempt.finished``.
+interrupted and stop serving. The worker's ``Stopper`` (``contract.py``) turns it into an
+exception inside the attempt, whose clean-up kills the agent's process group and reports
+``attempt.finished``.
 Workers ignore SIGINT (Ctrl-C is the coordinator's to handle) and stop on their own when the
 coordinator process disappears. Python runs a signal handler in the main thread between bytecodes
 or when a blocking call returns EINTR; a signal that lands just before a blocking call starts waits
@@ -40,52 +34,21 @@ from typing import Any
 
 from ledger.errors import UsageError
 from ledger.run.contracts import AttemptEvent, AttemptPlan
+from ledger.run.executors.contract import (
+    DEFAULT_RUNNER,
+    STOP_SIGNALS,
+    AttemptStopped,
+    Stopper,
+    finished_event,
+    load_runner,
+)
 
 _POLL_S = 0.05
 _PARENT_POLL_S = 0.25
 _STOP_GRACE_S = 10.0
-# Stop one attempt, keep the worker: SIGUSR1 (cancelled), SIGUSR2 (interrupted).
-# SIGTERM: stop the attempt (interrupted) and the worker.
-STOP_SIGNALS = {"cancelled": signal.SIGUSR1, "interrupted": signal.SIGUSR2}
-
-
-class AttemptStopped(BaseException):  # noqa: N818 - a control-flow signal, like KeyboardInterrupt
-    """Raised inside a running attempt when the coordinator stops it (status says why)."""
-
-    def __init__(self, status: str) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-def finished_event(plan: AttemptPlan, status: str, error: str | None) -> AttemptEvent:
-    return AttemptEvent(plan.attempt_id, plan.task_id, "attempt.finished",
-                        {"attempt": plan.attempt_id, "status": status, "error": error})
 
 
 # --------------------------------------------------------------------------- worker side
-
-
-class _Stopper:
-    """Turns SIGUSR1/SIGTERM into one AttemptStopped while an attempt runs.
-
-    SIGTERM also means "stop serving": an idle worker blocked on its inbox wakes up and leaves.
-    """
-
-    def __init__(self) -> None:
-        self.armed = False
-        self.idle = False
-        self.pending: str | None = None
-
-    def handler(self, signum: int, _frame: Any) -> None:
-        status = "cancelled" if signum == signal.SIGUSR1 else "interrupted"
-        if signum == signal.SIGTERM:
-            self.pending = status
-        if self.armed:
-            self.armed = False
-            raise AttemptStopped(status)
-        if self.idle and self.pending is not None:
-            self.idle = False
-            raise AttemptStopped(status)
 
 
 def _alive(pid: int) -> bool:
@@ -112,25 +75,12 @@ def _watch_parent(parent_pid: int) -> None:
     os._exit(3)
 
 
-DEFAULT_RUNNER = "ledger.run.attempt:run_attempt"
-
-
-def load_runner(path: str) -> Any:
-    """``module:function`` -> the function (how a worker finds the attempt code)."""
-    import importlib
-
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUNNER) -> None:
     """Entry point of a worker process: run plans from ``inbox`` until it yields None."""
     run_attempt = load_runner(runner)
-    stopper = _Stopper()
+    stopper = Stopper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGUSR1, stopper.handler)
-    signal.signal(signal.SIGUSR2, stopper.handler)
-    signal.signal(signal.SIGTERM, stopper.handler)
+    stopper.install((signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM))
     # Helper threads (parent watchdog, the queue's feeder) start with the stop signals blocked,
     # so the kernel delivers them to the main thread, where they interrupt a blocking call.
     stop_signals = {signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM}
@@ -150,7 +100,7 @@ def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUN
         out.put(event)
 
     try:
-        while stopper.pending is None:
+        while not stopper.leaving:
             stopper.idle = True
             try:
                 plan = inbox.get()
@@ -162,6 +112,7 @@ def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUN
                 break
             emit(AttemptEvent(plan.attempt_id, plan.task_id, "phase",
                               {"phase": "started", "node": node, "pid": os.getpid()}))
+            stopper.requested = None
             stopper.armed = True
             try:
                 run_attempt(plan, emit, stop_guard=stopper)
@@ -210,7 +161,7 @@ class LocalExecutor:
         self.node = socket.gethostname()
         self._ctx: Any = mp.get_context(start_method or default_start_method())
         if self._ctx.get_start_method() == "forkserver":
-            self._ctx.set_forkserver_preload(["ledger.run.attempt", "ledger.run.executor"])
+            self._ctx.set_forkserver_preload(["ledger.run.attempt", "ledger.run.executors.local"])
         self._out: Any = self._ctx.Queue()
         self._workers: list[_Worker] = []
         self._pending: deque[AttemptPlan] = deque()
@@ -219,6 +170,10 @@ class LocalExecutor:
         self._closed = False
 
     # -- the Executor interface
+
+    def place(self, plan: AttemptPlan) -> dict[str, str | None]:
+        """Every attempt runs on this machine; no archive is shipped."""
+        return {"node": self.node, "archive": None}
 
     def submit(self, plan: AttemptPlan) -> None:
         if self._closed:

@@ -1,0 +1,483 @@
+"""The coordinator of a run: takes a plan (``plan.py``), hands its attempts to an executor
+(``executors/``), and is the ONLY journal writer; the attestation step is ``scope.Attestor``.
+
+    execute_run(home, RunRequest)
+      keys (created if absent) -> tasks -> agents (all must be able to run, checked up front)
+      run.started | run.resumed
+      loop: attempt.started (journaled before the attempt is submitted) -> executor.submit
+            executor.events() -> append each entry as it arrives (phases go to the progress view)
+            after an attempt's attempt.finished: its clean-run attestation (see below)
+      judge.verdict per scored attempt, run.finished, view.recorded, signed checkpoint
+
+Attestation step, per attempt, once its last entry (``attempt.finished``) is journaled: sign a
+checkpoint of the journal head, scan the attempt's entries against the commitment it journaled
+before the agent started (``attest.scan.scan_attempt`` with the commitment key, under the scope
+the worker reported in ``agent.started``: its folders, and a network allowlist of the task's
+entries plus the agent's model API names and the addresses they resolved to, port 443 unless
+declared otherwise), and append the signed, sealed ``attestation``
+(``attest.attestation.build_attestation``), bound to that checkpoint. An attempt that never
+journaled a commitment (it failed before its workspace existed) gets none.
+
+At most ``parallel`` attempts are in flight, so an ``attempt.started`` entry marks when an
+attempt was really handed to a worker. Ctrl-C (or SIGTERM) never tears an append in half: the
+interrupt is held while an entry is written, then the running attempts are told to stop, their
+last reports are appended, attempts that did not report get ``attempt.finished`` with status
+``interrupted``, and ``run.finished`` says ``interrupted``. A coordinator killed outright leaves
+a journal that verifies (every append is one transaction); ``--resume`` first marks its
+unfinished attempts ``interrupted`` and then runs every (task, agent, repeat) slot that has no
+``completed`` or ``error`` try under the next try number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import ledger
+from attest.attestation import COMMITMENT_KEY_LABEL
+from ledger.home import LedgerHome
+from ledger.journal.codec import Entry
+from ledger.journal.journal import Journal
+from ledger.run.config import LedgerConfig, load_config
+from ledger.run.contracts import AttemptEvent, AttemptPlan
+from ledger.run.executors import Executor, make_executor
+from ledger.run.plan import (
+    RunPlan,
+    RunRequest,
+    Slot,
+    executor_kind,
+    fresh_plan,
+    resume_plan,
+    task_record,
+)
+from ledger.run.scope import Attestor
+from ledger.run.summary import AttemptResult, RunSummary
+
+HARNESS = f"eval-ledger {ledger.__version__}"
+STOP_GRACE_S = 10.0
+MAX_PENDING = 500  # streamed entries held back at most before they are appended
+
+
+class Progress(Protocol):
+    """What the command line shows while a run goes on (all methods are optional no-ops)."""
+
+    def note(self, message: str) -> None: ...
+
+    def start(self, run_id: str, total: int) -> None: ...
+
+    def phase(self, attempt_id: str, phase: str) -> None: ...
+
+    def finished(self, result: AttemptResult) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class NullProgress:
+    def note(self, message: str) -> None:
+        pass
+
+    def start(self, run_id: str, total: int) -> None:
+        pass
+
+    def phase(self, attempt_id: str, phase: str) -> None:
+        pass
+
+    def finished(self, result: AttemptResult) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+class _InterruptGate:
+    """Ctrl-C and SIGTERM become KeyboardInterrupt, but never inside ``critical()``."""
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._pending = False
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._saved[sig] = signal.signal(sig, self._handler)
+
+    def uninstall(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()
+
+    def _handler(self, _signum: int, _frame: Any) -> None:
+        if self._depth:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth and self._pending:
+                self._pending = False
+                raise KeyboardInterrupt
+
+
+def _pricing(home: LedgerHome) -> Any:
+    from ledger.run.costs import default_pricing_file, load_pricing
+
+    return load_pricing(default_pricing_file(home.path))
+
+
+def _keys(home: LedgerHome) -> Any:
+    from ledger.journal.keys import ALL_FILES, init_keys, load_keys, new_key_name
+
+    if not any((home.keys_dir / name).exists() for name in ALL_FILES):
+        return init_keys(home.keys_dir, name=new_key_name())
+    return load_keys(home.keys_dir)
+
+
+class Coordinator:
+    """Runs one plan against one journal. Use :func:`execute_run`."""
+
+    def __init__(self, home: LedgerHome, journal: Journal, keys: Any, plan: RunPlan,
+                 cfg: LedgerConfig, req: RunRequest, progress: Progress,
+                 executor_factory: Callable[[str, int], Executor]) -> None:
+        self.home, self.journal, self.keys, self.plan = home, journal, keys, plan
+        self.cfg, self.req, self.progress = cfg, req, progress
+        self.executor_factory = executor_factory
+        self.source = home
+        self.gate = _InterruptGate()
+        self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        self.results: dict[str, AttemptResult] = {}
+        self.in_flight: dict[str, Slot] = {}
+        self.node = socket.gethostname()
+        self._plan_config: dict[str, Any] = {}
+        self.attestor = Attestor(journal, keys)
+        self.tasks = {t.id: t for t in plan.tasks}
+        self._first_seq: dict[str, int] = {}  # attempt id -> seq of its attempt.started
+        self.resolver: Callable[[str, int], Sequence[str]] | None = None  # None: the node's DNS
+
+    # -- journal writes (the only ones a run makes)
+
+    def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
+        self._flush()
+        with self.gate.critical():
+            return self.journal.append(kind, data, run=self.plan.run_id, task=task)
+
+    def _flush(self) -> None:
+        """Append the streamed entries held back while a burst was still arriving, in order."""
+        if self._pending:
+            with self.gate.critical():
+                self.journal.append_many(self._pending)
+                self._pending.clear()
+
+    def attest(self, attempt_id: str, task_id: str) -> None:
+        """Append the attempt's attestation (after its last entry); a failure is reported, and
+        never stops the run."""
+        data: dict[str, Any] | None = None
+        try:
+            with self.gate.critical():
+                data = self.attestor.attest(self.plan.run_id, attempt_id, task_id,
+                                            self.tasks.get(task_id),
+                                            start=self._first_seq.get(attempt_id, 0))
+                if data is not None:
+                    self.append("attestation", data, task=task_id)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # a harness bug must not lose the rest of the run
+            self.progress.note(f"attestation of {attempt_id} failed: {type(exc).__name__}: {exc}")
+        if data is not None and attempt_id in self.results:
+            self.results[attempt_id].absorb("attestation", data)
+
+    def attest_missing(self) -> None:
+        """Attest the attempts of this run that journaled a commitment and finished but have no
+        attestation (the coordinator stopped in between)."""
+        committed: dict[str, str] = {}
+        finished: set[str] = set()
+        attested: set[str] = set()
+        for e in self.journal.entries(run=self.plan.run_id):
+            attempt = e.data.get("attempt")
+            if not isinstance(attempt, str):
+                continue
+            if e.kind == "commitment" and e.task is not None:
+                committed[attempt] = e.task
+            elif e.kind == "attempt.finished":
+                finished.add(attempt)
+            elif e.kind == "attestation":
+                attested.add(attempt)
+        for attempt, task_id in committed.items():
+            if attempt in finished and attempt not in attested:
+                self.attest(attempt, task_id)
+
+    def _attempt_plan(self, slot: Slot) -> AttemptPlan:
+        p = self.plan
+        config = {
+            **self._plan_config,
+            "tier": slot.task.tier,
+            "task_hash": slot.task.hash,
+            "agent_extra": dict(slot.agent.extra.get(slot.task.id, {})),
+        }
+        timeout = p.timeout_s if p.timeout_s is not None else slot.task.max_duration_s
+        return AttemptPlan(
+            run_id=p.run_id, attempt_id=slot.attempt_id(p.run_id), task_root=str(slot.task.root),
+            task_id=slot.task.id, agent_spec=slot.agent.spec, repeat=slot.repeat,
+            try_no=slot.try_no, timeout_s=float(timeout), trace=p.trace, config=config,
+        )
+
+    def _start(self, executor: Executor, slot: Slot) -> None:
+        plan = self._attempt_plan(slot)
+        # In flight before it is journaled: an interrupt right after the append still gets the
+        # attempt marked interrupted.
+        self.results[plan.attempt_id] = AttemptResult(
+            plan.attempt_id, slot.task.id, slot.agent.name, slot.repeat, slot.try_no)
+        self.in_flight[plan.attempt_id] = slot
+        # A remote executor places the attempt first: the node it will run on and the hash of
+        # the task archive it will run are journaled before it is submitted.
+        placed = executor.place(plan)
+        try:
+            started = self.append("attempt.started", {
+                "attempt": plan.attempt_id, "agent": slot.agent.name,
+                "agent_spec": slot.agent.spec, "repeat": slot.repeat, "try": slot.try_no,
+                "tier": slot.task.tier,
+                "node": placed.get("node") or self.node,
+                "archive": placed.get("archive"),
+            }, task=slot.task.id)
+            self._first_seq[plan.attempt_id] = started.seq
+        except BaseException:
+            if not self._journaled(plan.attempt_id):
+                del self.in_flight[plan.attempt_id]
+                del self.results[plan.attempt_id]
+            raise
+        executor.submit(plan)
+
+    def _journaled(self, attempt_id: str) -> bool:
+        return any(e.data.get("attempt") == attempt_id for e in self.journal.entries(
+            run=self.plan.run_id, kind="attempt.started"))
+
+    def _handle(self, event: AttemptEvent, ready: int = 0) -> bool:
+        """Append one streamed event; True when it finished its attempt.
+
+        While more events are already waiting (``ready``), entries are held and appended as one
+        transaction when the burst ends (or at MAX_PENDING, or before anything else is
+        appended), so a burst of trace events costs one commit, not one each.
+        """
+        if event.attempt_id not in self.in_flight:
+            return False
+        if event.kind == "phase":
+            self.progress.phase(event.attempt_id, str(event.data.get("phase")))
+            return False
+        self._pending.append((event.kind, event.data, self.plan.run_id, event.task_id))
+        if ready <= 0 or len(self._pending) >= MAX_PENDING or event.kind == "attempt.finished":
+            self._flush()
+        result = self.results[event.attempt_id]
+        result.absorb(event.kind, event.data)
+        if event.kind == "attempt.finished":
+            del self.in_flight[event.attempt_id]
+            self.attest(event.attempt_id, event.task_id)
+            self.progress.finished(result)
+            return True
+        return False
+
+    def run(self) -> RunSummary:
+        p = self.plan
+        self._plan_config = {
+            "commitment_key": self.keys.subkey(COMMITMENT_KEY_LABEL),
+            "named_agents": self.cfg.agent_table(),
+            "pricing": _pricing(self.source),
+            "keep_worktree": self.req.keep_worktrees,
+        }
+        if self.req.test_timeout_s is not None:
+            self._plan_config["test_timeout_s"] = self.req.test_timeout_s
+        if self.resolver is not None:
+            self._plan_config["resolver"] = self.resolver
+        queue = list(p.slots)
+        status = "finished"
+        executor: Executor | None = None
+        self.gate.install()
+        try:
+            self.progress.start(p.run_id, len(queue))
+            if queue:
+                kind = executor_kind(self.req, self.cfg)
+                executor = self.executor_factory(kind, min(p.parallel, len(queue)))
+            try:
+                if executor is not None:
+                    self._drive(executor, queue)
+            except KeyboardInterrupt:
+                status = "interrupted"
+                self._stop(executor)
+            self._finish(status)
+        finally:
+            if executor is not None:
+                executor.close()
+            self.gate.uninstall()
+            self.progress.stop()
+        note = self.journal.checkpoint(self.keys)
+        return RunSummary(p.run_id, status, p.resumed, list(self.results.values()), note,
+                          self.journal.size, self.home.path, list(p.notes))
+
+    def _drive(self, executor: Executor, queue: list[Slot]) -> None:
+        """Keep ``parallel`` attempts in flight and append their events until all finished."""
+        while queue or self.in_flight:
+            while queue and len(self.in_flight) < self.plan.parallel:
+                self._start(executor, queue.pop(0))
+            for event in executor.events():
+                if self._handle(event, executor.ready()) and queue:
+                    break
+
+    def _stop(self, executor: Executor | None) -> None:
+        """After Ctrl-C: stop running attempts, append what they still report, mark the rest."""
+        self.progress.note("interrupted: stopping running attempts (Ctrl-C again to stop now)")
+        if executor is not None:
+            for attempt_id in list(self.in_flight):
+                executor.cancel(attempt_id, status="interrupted")
+            deadline = time.monotonic() + STOP_GRACE_S
+            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+                while self.in_flight and time.monotonic() < deadline:
+                    for event in executor.events(idle_timeout=0.5):
+                        self._handle(event, executor.ready())
+                        if not self.in_flight or time.monotonic() > deadline:
+                            break
+        for attempt_id, slot in list(self.in_flight.items()):
+            data = {"attempt": attempt_id, "status": "interrupted",
+                    "error": "the run was interrupted before the attempt reported back"}
+            with contextlib.suppress(KeyboardInterrupt):
+                self.append("attempt.finished", data, task=slot.task.id)
+            self.results[attempt_id].absorb("attempt.finished", data)
+            del self.in_flight[attempt_id]
+            with contextlib.suppress(KeyboardInterrupt):
+                self.attest(attempt_id, slot.task.id)
+
+    def _finish(self, status: str) -> None:
+        """Judge verdicts, run.finished, then the recorded view (which covers run.finished)."""
+        run_id = self.plan.run_id
+        with contextlib.suppress(KeyboardInterrupt):
+            self._flush()
+        with contextlib.suppress(KeyboardInterrupt), self.gate.critical():
+            self._judge()
+            slots = {(t.id, a.name, r) for t in self.plan.tasks for a in self.plan.agents
+                     for r in range(1, self.plan.repeat + 1)}
+            completed = self._completed_slots()
+            self.journal.append("run.finished", {
+                "status": status, "attempts": len(slots), "completed": len(completed & slots),
+            }, run=run_id)
+            self._record_view()
+
+    def _completed_slots(self) -> set[tuple[str, str, int]]:
+        """(task, agent, repeat) of every slot of the run with a ``completed`` try."""
+        out: set[tuple[str, str, int]] = set()
+        for e in self.journal.entries(run=self.plan.run_id, kind="attempt.finished"):
+            parts = str(e.data.get("attempt", "")).split("/")
+            if e.data.get("status") == "completed" and len(parts) == 5 and parts[3].isdigit():
+                out.add((parts[1], parts[2], int(parts[3])))
+        return out
+
+    def _judge(self) -> None:
+        try:
+            from evaluators.judge import (
+                JUDGE_NAME,
+                JUDGE_VERSION,
+                attempt_facts_from_entries,
+                offline_verdict,
+            )
+        except ImportError:  # integration point: the judge is not installed in this build
+            return
+        run_id = self.plan.run_id
+        judged = {
+            str(e.data.get("attempt"))
+            for e in self.journal.entries(run=run_id, kind="judge.verdict")
+            if e.data.get("judge") == JUDGE_NAME and e.data.get("version") == JUDGE_VERSION
+        }
+        facts = attempt_facts_from_entries(self.journal.entries(run=run_id), run_id)
+        items = [
+            {"kind": "judge.verdict", "data": {"attempt": aid, **offline_verdict(facts[aid])},
+             "run": run_id, "task": facts[aid].get("task")}
+            for aid in sorted(facts)
+            if aid not in judged and facts[aid].get("status") == "completed"
+        ]
+        if items:
+            self.journal.append_many(items)
+
+    def _record_view(self) -> None:
+        try:
+            from evaluators.views import recorded_view_data
+        except ImportError:  # integration point: the evaluators are not installed in this build
+            return
+        run_id = self.plan.run_id
+        data = recorded_view_data(self.journal.entries(run=run_id), run_id)
+        self.journal.append("view.recorded", data, run=run_id)
+
+
+def execute_run(
+    home: LedgerHome,
+    request: RunRequest,
+    *,
+    progress: Progress | None = None,
+    executor_factory: Callable[[str, int], Executor] | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    rng: Callable[[int], bytes] = os.urandom,
+    source: LedgerHome | None = None,
+    resolver: Callable[[str, int], Sequence[str]] | None = None,
+) -> RunSummary:
+    """Run (or resume) a run end to end and return its summary; the journal has every event.
+
+    ``source`` is where ``ledger.toml`` and operator tasks come from when they are not beside
+    the journal (``--no-save`` runs against a temporary ledger). ``resolver`` (picklable, sent
+    to the workers) replaces the node's DNS for the agents' model API endpoints, e.g.
+    ``functools.partial(attempt.static_resolver, {...})``.
+    """
+    progress = progress or NullProgress()
+    source = source or home
+    cfg = load_config(source.config_path)
+    if executor_factory is None:
+        executor_factory = functools.partial(
+            make_executor, ray_address=request.ray_address or cfg.run.ray_address)
+    home.path.mkdir(parents=True, exist_ok=True)
+    keys = _keys(home)
+    journal = Journal.open(home.journal_path, create=True)
+    try:
+        if request.resume:
+            plan, unreported = resume_plan(source, journal, request, cfg)
+            coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
+                                      executor_factory)
+            coordinator.source = source
+            coordinator.resolver = resolver
+            for attempt_id in unreported:
+                coordinator.append("attempt.finished", {
+                    "attempt": attempt_id, "status": "interrupted",
+                    "error": "no result was recorded (the coordinator stopped)",
+                }, task=attempt_id.split("/")[1])
+            coordinator.attest_missing()
+            coordinator.append("run.resumed", {
+                "remaining": [s.attempt_id(plan.run_id) for s in plan.slots]})
+        else:
+            plan = fresh_plan(source, journal, request, cfg, now(), rng)
+            for note in plan.notes:
+                progress.note(note)
+            coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
+                                      executor_factory)
+            coordinator.source = source
+            coordinator.resolver = resolver
+            coordinator.append("run.started", {
+                "harness_version": HARNESS,
+                "config": plan.config,
+                "tasks": [task_record(t) for t in plan.tasks],
+                "agents": [a.record() for a in plan.agents],
+            })
+        return coordinator.run()
+    finally:
+        journal.close()

@@ -1,0 +1,295 @@
+"""Planning a run: which (task, agent, repeat, try) slots it runs, fresh or resumed.
+
+    fresh_plan(home, journal, RunRequest, config)    tasks x agents x repeats, under a new run id
+    resume_plan(home, journal, RunRequest, config)   the slots of a recorded run with no
+                                                     ``completed`` or ``error`` try, next try number
+
+Planning reads the journal (``--resume``, ``replay:RUN`` agents) and never writes it; the
+coordinator journals the plan (``run.started`` / ``run.resumed``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ledger.errors import NotFound, NothingToRun, TaskError, UsageError
+from ledger.home import LedgerHome
+from ledger.journal.journal import Journal
+from ledger.run.config import TRACE_MODES, LedgerConfig
+from ledger.tasks.model import Task
+
+FINAL_STATUSES = ("completed", "error")  # a slot with such a try is not run again on resume
+DEFAULT_TIERS = ("smoke",)
+_AGENT_NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked for; empty fields fall back to ledger.toml, then to the defaults."""
+
+    tiers: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    parallel: int | None = None
+    repeat: int | None = None
+    timeout_s: float | None = None
+    trace: str | None = None
+    resume: str | None = None
+    executor: str | None = None  # "local" | "ray"; None: ledger.toml [run] executor, else local
+    ray_address: str | None = None
+    test_timeout_s: float | None = None
+    keep_worktrees: bool = False
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """An agent as the run records it (``run.started`` ``agents``)."""
+
+    name: str
+    spec: str
+    kind: str
+    version: str | None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)  # per task id
+
+    def record(self) -> dict[str, Any]:
+        return {"name": self.name, "spec": self.spec, "kind": self.kind, "version": self.version}
+
+
+@dataclass(frozen=True)
+class Slot:
+    task: Task
+    agent: AgentInfo
+    repeat: int
+    try_no: int
+
+    def attempt_id(self, run_id: str) -> str:
+        return f"{run_id}/{self.task.id}/{self.agent.name}/{self.repeat}/{self.try_no}"
+
+
+def resolve_agents(specs: Sequence[str], config: LedgerConfig) -> list[Any]:
+    from ledger.run.agents import resolve_agent
+
+    return [resolve_agent(spec, config=config.agent_table()) for spec in specs]
+
+
+def default_agents(config: LedgerConfig) -> tuple[list[str], str | None]:
+    """The agents of a run without ``--agent``: ledger.toml, else the first CLI on PATH, else
+    the demo agent (with a note saying so)."""
+    if config.run.agents:
+        return list(config.run.agents), None
+    from ledger.run.agents import default_agent_spec
+
+    spec, note = default_agent_spec()
+    return [spec], note
+
+
+def _check_trace(mode: str) -> None:
+    """``--trace strace`` where strace cannot run is an error before anything runs."""
+    from ledger.run.process import resolve_trace
+
+    resolve_trace(mode)
+
+
+def new_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom) -> str:
+    return f"r-{now.strftime('%Y%m%dT%H%M%SZ')}-{rng(3).hex()}"
+
+
+def _agent_infos(agents: Sequence[Any], specs: Sequence[str]) -> list[AgentInfo]:
+    """Check every agent can run here (before anything runs) and give each a unique name."""
+    missing = []
+    for agent, spec in zip(agents, specs, strict=True):
+        ok, reason = agent.available()
+        if not ok:
+            missing.append(f"{spec}: {reason}")
+    if missing:
+        if len(missing) == len(agents):
+            raise NothingToRun("no agent can run: " + "; ".join(missing))
+        raise UsageError("agent cannot run: " + "; ".join(missing)
+                         + " (remove it from --agent to run the others)")
+    infos: list[AgentInfo] = []
+    taken: set[str] = set()
+    for agent, spec in zip(agents, specs, strict=True):
+        base = "".join(c if c in _AGENT_NAME_OK else "-" for c in str(agent.name)) or "agent"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        infos.append(AgentInfo(name=name, spec=spec, kind=agent.kind, version=agent.version()))
+    return infos
+
+
+def _replay_files(journal: Journal, run_prefix: str, tasks: Sequence[Task]) -> dict[str, Any]:
+    """For ``replay:RUN``: per task, the files the recorded run's scored attempt ended with.
+
+    Read from the ``diff`` entry's ``files[].content`` (None = deleted). Files whose content was
+    not recorded (binary, too large) are left as they are in the starting repo.
+    """
+    run_id = journal.resolve_run(run_prefix)
+    finished: dict[str, str] = {}
+    for e in journal.entries(run=run_id, kind="attempt.finished"):
+        finished[e.data.get("attempt", "")] = e.data.get("status", "")
+    best: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+    for e in journal.entries(run=run_id, kind="diff"):
+        attempt = str(e.data.get("attempt", ""))
+        parts = attempt.split("/")
+        if e.task is None or len(parts) != 5:
+            continue
+        rank = (1 if finished.get(attempt) == "completed" else 0, -int(parts[3]), int(parts[4]))
+        if e.task not in best or rank > best[e.task][0]:
+            best[e.task] = (rank, e.data)
+    out: dict[str, Any] = {}
+    for task in tasks:
+        if task.id not in best:
+            raise NotFound(f"run {run_id} recorded no diff for task {task.id}: nothing to replay")
+        files: dict[str, str | None] = {}
+        for f in best[task.id][1].get("files", []):
+            if f.get("status") == "deleted":
+                files[f["path"]] = None
+            elif isinstance(f.get("content"), str):
+                files[f["path"]] = f["content"]
+        out[task.id] = {"replay_files": files, "replay_run": run_id}
+    return out
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    tasks: list[Task]
+    agents: list[AgentInfo]
+    slots: list[Slot]
+    config: dict[str, Any]
+    repeat: int
+    parallel: int
+    timeout_s: float | None
+    trace: str
+    resumed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerConfig,
+               now: datetime, rng: Callable[[int], bytes]) -> RunPlan:
+    """Tasks x agents x repeats under a new run id; ``notes`` say what was chosen for the user."""
+    from ledger.tasks.loader import load_tasks, refuse_unrunnable
+
+    task_ids = req.task_ids or cfg.run.tasks
+    tiers = req.tiers or cfg.run.tiers or (() if task_ids else DEFAULT_TIERS)
+    tasks = load_tasks(list(tiers) or None, list(task_ids) or None, overrides=home.golden_dir)
+    if not tasks:
+        raise TaskError(f"no tasks in tier(s) {', '.join(tiers)}")
+    refuse_unrunnable(tasks)
+    notes: list[str] = []
+    specs = list(req.agents)
+    if not specs:
+        specs, note = default_agents(cfg)
+        if note:
+            notes.append(note)
+    agents = resolve_agents(specs, cfg)
+    infos = _agent_infos(agents, specs)
+    for i, info in enumerate(infos):
+        if info.spec.startswith("replay:"):
+            infos[i] = AgentInfo(info.name, info.spec, info.kind, info.version,
+                                 _replay_files(journal, info.spec.split(":", 1)[1], tasks))
+    repeat = req.repeat or cfg.run.repeat or 1
+    parallel = req.parallel or cfg.run.parallel or 1
+    timeout = req.timeout_s if req.timeout_s is not None else cfg.run.timeout
+    trace = req.trace or cfg.run.trace or "auto"
+    if trace not in TRACE_MODES:
+        raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
+    _check_trace(trace)
+    if repeat < 1 or parallel < 1:
+        raise UsageError("--repeat and --parallel must be at least 1")
+    slots = [Slot(t, a, r, 1) for t in tasks for a in infos for r in range(1, repeat + 1)]
+    config = {
+        "tiers": sorted({t.tier for t in tasks}), "task_ids": [t.id for t in tasks],
+        "agents": [a.spec for a in infos], "repeat": repeat, "parallel": parallel,
+        "timeout_s": timeout, "trace": trace, "executor": executor_kind(req, cfg),
+    }
+    return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
+                 trace, notes=notes)
+
+
+def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
+                cfg: LedgerConfig) -> tuple[RunPlan, list[str]]:
+    """The slots of an earlier run that have no completed or error try, under new try numbers.
+
+    Returns the plan and the attempt ids that were started but never reported (to be marked
+    interrupted before the run resumes).
+    """
+    from ledger.tasks.loader import load_tasks
+
+    if req.tiers or req.task_ids or req.agents or req.repeat:
+        raise UsageError("--resume takes the tasks, agents and repeats the run recorded; "
+                         "drop --tier/--task/--agent/--repeat")
+    run_id = journal.resolve_run(req.resume)
+    started = next(iter(journal.entries(run=run_id, kind="run.started")), None)
+    if started is None:
+        raise NotFound(f"run {run_id} has no run.started entry")
+    rec_cfg = dict(started.data.get("config", {}))
+    rec_tasks = list(started.data.get("tasks", []))
+    rec_agents = list(started.data.get("agents", []))
+    by_tier: dict[str, list[str]] = {}
+    for t in rec_tasks:
+        by_tier.setdefault(t["tier"], []).append(t["id"])
+    tasks: list[Task] = []
+    for tier, ids in by_tier.items():
+        tasks.extend(load_tasks([tier], ids, overrides=home.golden_dir))
+    hashes = {t["id"]: t["hash"] for t in rec_tasks}
+    for task in tasks:
+        if task.hash != hashes.get(task.id):
+            raise TaskError(f"task {task.id} changed since run {run_id} started "
+                            f"(hash {task.hash[:12]}, recorded {str(hashes.get(task.id))[:12]}); "
+                            "start a new run instead")
+    order = {t["id"]: i for i, t in enumerate(rec_tasks)}
+    tasks.sort(key=lambda t: order[t.id])
+    specs = [a["spec"] for a in rec_agents]
+    infos = _agent_infos(resolve_agents(specs, cfg), specs)
+    infos = [AgentInfo(a["name"], i.spec, i.kind, i.version) for a, i in zip(rec_agents, infos, strict=True)]
+    for i, info in enumerate(infos):
+        if info.spec.startswith("replay:"):
+            infos[i] = AgentInfo(info.name, info.spec, info.kind, info.version,
+                                 _replay_files(journal, info.spec.split(":", 1)[1], tasks))
+
+    tries: dict[tuple[str, str, int], int] = {}
+    done: set[tuple[str, str, int]] = set()
+    open_attempts: dict[str, None] = {}
+    for e in journal.entries(run=run_id):
+        if e.kind == "attempt.started":
+            key = (str(e.task), str(e.data.get("agent")), int(e.data.get("repeat", 0)))
+            tries[key] = max(tries.get(key, 0), int(e.data.get("try", 0)))
+            open_attempts[str(e.data.get("attempt"))] = None
+        elif e.kind == "attempt.finished":
+            attempt = str(e.data.get("attempt"))
+            open_attempts.pop(attempt, None)
+            parts = attempt.split("/")
+            if len(parts) == 5 and e.data.get("status") in FINAL_STATUSES:
+                done.add((parts[1], parts[2], int(parts[3])))
+    repeat = int(rec_cfg.get("repeat", 1))
+    slots = [
+        Slot(t, a, r, tries.get((t.id, a.name, r), 0) + 1)
+        for t in tasks for a in infos for r in range(1, repeat + 1)
+        if (t.id, a.name, r) not in done
+    ]
+    timeout = req.timeout_s if req.timeout_s is not None else rec_cfg.get("timeout_s")
+    _check_trace(req.trace or str(rec_cfg.get("trace", "auto")))
+    plan = RunPlan(run_id, tasks, infos, slots, rec_cfg, repeat,
+                 req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
+                 req.trace or str(rec_cfg.get("trace", "auto")), resumed=True)
+    return plan, list(open_attempts)
+
+
+def executor_kind(req: RunRequest, cfg: LedgerConfig) -> str:
+    return req.executor or cfg.run.executor or "local"
+
+
+def task_record(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id, "title": task.title, "tier": task.tier, "hash": task.hash,
+        "max_duration_s": float(task.max_duration_s), "max_cost_usd": float(task.max_cost_usd),
+        "max_tokens": int(task.max_tokens), "owned_files": list(task.owned_files),
+        "expected_files_modified": list(task.expected_files_modified),
+    }
