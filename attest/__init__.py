@@ -6,8 +6,7 @@
     scan.py         scan_attempt(entries, ...) -> ScanResult (activity digest, matches, verdict)
     attestation.py  build_attestation / verify_attestation (public-key, journal, secret-key levels)
     material.py     (I/O) read a Task's ground truth and public material from disk
-    cli_support.py  (I/O) glue for `ledger verify` / `ledger attest show`
 
-Everything except material.py and cli_support.py is pure: no I/O, no clock, no randomness, no
+Everything except material.py is pure: no I/O, no clock, no randomness, no
 environment; keys, checkpoints, proofs and entries are parameters. See docs/ATTESTATION.md.
 """

@@ -54,7 +54,7 @@ def find_attestation(journal: Journal, target: str) -> Entry:
 
 def attestation_view(entry: Entry) -> dict[str, Any]:
     """What ``attest show`` prints: the summary of the stored attestation and where it is."""
-    from attest.cli_support import show_attestation
+    from cli.attest_support import show_attestation
 
     att = entry.data.get("attestation")
     if not isinstance(att, dict):

@@ -204,7 +204,7 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
     Never writes anything. Exit 0 when every check holds, 1 when one fails (named, with the
     first bad seq), 2 for unusable input.
     """
-    from ledger.journal.targets import verify_target
+    from cli.verify_targets import verify_target
 
     verifier = resolve_verifier(ctx, vkey)
     since = _read_file(since_file, "checkpoint").decode("utf-8", "replace") if since_file else None

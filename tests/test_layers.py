@@ -10,7 +10,7 @@ PACKAGES = ("ledger", "evaluators", "attest", "cli")
 # Modules that must stay pure: entries (and values) in, values out.
 PURE = [
     *sorted((ROOT / "evaluators").glob("*.py")),
-    *[p for p in sorted((ROOT / "attest").glob("*.py")) if p.name not in {"material.py", "cli_support.py"}],
+    *[p for p in sorted((ROOT / "attest").glob("*.py")) if p.name != "material.py"],
     ROOT / "ledger/journal/codec.py",
     ROOT / "ledger/journal/merkle.py",
     ROOT / "ledger/journal/note.py",
@@ -42,7 +42,7 @@ def _source_files() -> list[Path]:
 
 
 def test_pure_modules_import_no_io() -> None:
-    """evaluators/, attest/ (but material and cli_support), codec, merkle, note, tiles: no I/O, clock or randomness."""
+    """evaluators/, attest/ (but material), codec, merkle, note, tiles: no I/O, clock or randomness."""
     for path in PURE:
         bad = {n for n in _imports(path) if n in IMPURE_MODULES or n.split(".")[0] in IMPURE_MODULES}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
@@ -62,4 +62,21 @@ def test_evaluators_never_import_the_run() -> None:
     """Scores are projections: evaluators/ and attest/ import nothing from the run or the CLI."""
     for path in [*(ROOT / "evaluators").glob("*.py"), *(ROOT / "attest").glob("*.py")]:
         bad = {n for n in _imports(path) if n.startswith(("ledger.run", "cli"))}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_journal_imports_nothing_above_it() -> None:
+    """ledger/journal/ is the ground floor: it imports nothing from attest, evaluators, the run,
+    the bench, the tasks or the CLI (human-readable lines are built only in cli/)."""
+    above = ("attest", "evaluators", "cli", "ledger.run", "ledger.bench", "ledger.tasks")
+    for path in sorted((ROOT / "ledger/journal").rglob("*.py")):
+        bad = {n for n in _imports(path) if n in above or n.startswith(tuple(a + "." for a in above))}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_run_and_its_executors_import_no_cycle() -> None:
+    """The executors never import the coordinator, the plan or the CLI (no import cycle)."""
+    for path in sorted((ROOT / "ledger/run/executors").glob("*.py")):
+        bad = {n for n in _imports(path)
+               if n.startswith(("ledger.run.coordinator", "ledger.run.plan", "ledger.run.scope", "cli"))}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

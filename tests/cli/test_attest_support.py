@@ -1,4 +1,4 @@
-"""The journal-backed glue (attest.cli_support) against a real SQLite journal and key files."""
+"""The journal-backed glue (cli.attest_support) against a real SQLite journal and key files."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from attest.attestation import COMMITMENT_KEY_LABEL, SEAL_KEY_LABEL, build_attestation
-from attest.cli_support import show_attestation, verify_attestation_entry
 from attest.commitment import build_commitment
 from attest.redact import Redactor
 from attest.scan import ScanPolicy, scan_attempt
+from cli.attest_support import show_attestation, verify_attestation_entry
 from ledger.errors import VerificationError
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing, init_keys

@@ -1,5 +1,7 @@
 """Glue between ``ledger verify`` / ``ledger attest show`` and the pure attestation code.
 
+In cli/ because it reads the journal and key files and builds the lines a person reads.
+
 Not pure (it reads the journal and, when present, the secret keys); the checks themselves are in
 ``attest.attestation``.
 """

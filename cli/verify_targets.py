@@ -2,7 +2,8 @@
 
 HASH may be a run id (or unique prefix), an entry's leaf hash, a checkpoint root, or an
 attestation hash. The whole journal (or bundle) is always verified first: every narrower claim
-rests on it. Nothing here writes.
+rests on it. Nothing here writes. It lives in cli/ because it builds the lines a person reads
+(``report["lines"]``); the checks themselves are the journal's, the bundle's and attest's.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def _attestation_checks(journal: Journal | None, entry: Entry, verifier: Verifie
                         keys_dir: Path | None, lines: list[str],
                         bundle: VerifiedBundle | None = None) -> dict[str, Any]:
     try:
-        from attest.cli_support import verify_attestation_entry
+        from cli.attest_support import verify_attestation_entry
     except ImportError as exc:  # the attestation package is not built in this checkout
         raise UsageError("attestation verification is not available in this build") from exc
     return verify_attestation_entry(journal, entry, verifier=verifier, keys_dir=keys_dir, lines=lines,
