@@ -6,7 +6,9 @@ HASH is an attestation hash (or a unique prefix of one, at least 6 hex digits) o
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -136,6 +138,55 @@ def show(ctx: Ctx, target: str, dsse: bool, as_json: bool) -> None:
         return
     for line in render(view):
         click.echo(line)
+
+
+def _safe_name(attempt: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", attempt).strip("_") or "attestation"
+
+
+@attest_group.command("export")
+@click.argument("target", required=False, metavar="HASH")
+@click.option("--dsse", is_flag=True, required=True,
+              help="Write a DSSE envelope (in-toto Statement v1) signed with the ledger's key.")
+@click.option("--all", "all_run", metavar="RUN",
+              help="Export every attestation of RUN (a run id or prefix); -o is then a folder.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
+              help="The envelope file (with --all: the folder for one file per attempt).")
+@click.option("--bundle", "bundle_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="An exported bundle of the run: its SHA-256 joins the Statement's subjects.")
+@json_option
+@pass_ctx
+def export(ctx: Ctx, target: str | None, dsse: bool, all_run: str | None, output: Path,
+           bundle_file: Path | None, as_json: bool) -> None:
+    """Export attestations as DSSE files any DSSE verifier checks (securesystemslib, in-toto).
+
+    The subjects are digests you can recompute: the attempt's diff, the task folder, the bundle.
+    """
+    from ledger.view.dsse_export import export_envelopes
+
+    if (target is None) == (all_run is None):
+        raise UsageError("name one attestation (HASH) or use --all RUN")
+    if not ctx.home.journal_path.exists():
+        raise NotFound(f"no journal at {ctx.home.journal_path}: run `ledger run` first")
+    with Journal.open(ctx.home.journal_path, readonly=True) as journal:
+        entries = ([find_attestation(journal, target)] if target is not None
+                   else list(journal.entries(run=journal.resolve_run(all_run), kind="attestation")))
+        if not entries:
+            raise NotFound(f"run {all_run} has no attestations")
+        written = export_envelopes(journal, entries, ctx.home.keys_dir, bundle_file=bundle_file)
+    files = []
+    if all_run is not None:
+        output.mkdir(parents=True, exist_ok=True)
+    for attempt, envelope in written:
+        path = output / f"{_safe_name(attempt)}.dsse.json" if all_run is not None else output
+        path.write_text(json.dumps(envelope, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        files.append({"attempt": attempt, "path": str(path)})
+    if as_json:
+        emit_json({"files": files})
+        return
+    for f in files:
+        click.echo(f"wrote {f['path']} ({f['attempt']})")
+    click.echo("verify: ledger verify --dsse FILE --vkey \"$(ledger keys show --public)\"")
 
 
 def register(group: click.Group) -> None:

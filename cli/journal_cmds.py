@@ -135,16 +135,30 @@ def keys_init(ctx: Ctx, name: str | None, force: bool, as_json: bool) -> None:
 
 
 @keys.command("show")
-@click.option("--public", "public", is_flag=True, help="Print only the verifier key line (C2SP vkey).")
+@click.option("--public", "public", is_flag=True, help="Print only the public key (C2SP vkey by default).")
+@click.option("--format", "fmt", type=click.Choice(["vkey", "pem", "sslib"]), default="vkey",
+              help="With --public: vkey (C2SP line), pem (SubjectPublicKeyInfo), sslib "
+                   "(securesystemslib key JSON).")
 @json_option
 @pass_ctx
-def keys_show(ctx: Ctx, public: bool, as_json: bool) -> None:
+def keys_show(ctx: Ctx, public: bool, fmt: str, as_json: bool) -> None:
     """Show the key name and verifier key (never a secret)."""
+    from attest.dsse import public_key_pem, public_key_sslib
+
     verifier = load_verifier(ctx.home.keys_dir)
+    if fmt != "vkey" and not public:
+        raise UsageError("--format applies to --public")
     if public and not as_json:
-        click.echo(verifier.vkey)
+        if fmt == "pem":
+            click.echo(public_key_pem(verifier.public_key), nl=False)
+        elif fmt == "sslib":
+            click.echo(json.dumps(public_key_sslib(verifier.public_key), sort_keys=True))
+        else:
+            click.echo(verifier.vkey)
         return
     info = {"name": verifier.name, "key_id": verifier.key_id_hex, "vkey": verifier.vkey,
+            "pem": public_key_pem(verifier.public_key),
+            "sslib": public_key_sslib(verifier.public_key),
             "keys_dir": str(ctx.home.keys_dir)}
     if as_json:
         emit_json(info)
@@ -195,10 +209,11 @@ def _read_file(path: str, what: str) -> bytes:
 @click.option("--bundle", "bundle_file", help="Verify an exported bundle instead of the journal.")
 @click.option("--vkey", help="Verifier key (string or file). Default: <ledger>/keys/signing.vkey.")
 @click.option("--deep", is_flag=True, help="Also re-check the canonical encoding of every entry.")
+@click.option("--dsse", "dsse_file", help="Verify an exported DSSE attestation file (needs --vkey).")
 @json_option
 @pass_ctx
 def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: str | None,
-           vkey: str | None, deep: bool, as_json: bool) -> None:
+           vkey: str | None, deep: bool, dsse_file: str | None, as_json: bool) -> None:
     """Audit offline: the whole journal, a bundle, or one run/entry/checkpoint/attestation (HASH).
 
     Never writes anything. Exit 0 when every check holds, 1 when one fails (named, with the
@@ -206,6 +221,9 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
     """
     from cli.verify_targets import verify_target
 
+    if dsse_file:
+        _verify_dsse(dsse_file, vkey, as_json)
+        return
     verifier = resolve_verifier(ctx, vkey)
     since = _read_file(since_file, "checkpoint").decode("utf-8", "replace") if since_file else None
     if bundle_file:
@@ -227,15 +245,59 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
         click.echo("OK: " + report["summary"])
 
 
+def public_key_arg(vkey: str) -> bytes:
+    """The raw Ed25519 key of --vkey: a C2SP vkey, PEM or securesystemslib JSON (text or file)."""
+    from attest.dsse import parse_public_key
+
+    p = Path(vkey)
+    text = p.read_text(encoding="utf-8") if p.is_file() else vkey
+    raw = parse_public_key(text)
+    return raw if raw is not None else Verifier.from_vkey(text.strip()).public_key
+
+
+def _verify_dsse(dsse_file: str, vkey: str | None, as_json: bool) -> None:
+    from attest.dsse import parse_envelope, verify_export
+
+    if not vkey:
+        raise KeyMaterialError("--dsse needs --vkey (the publisher's key: vkey, PEM or sslib JSON)")
+    result = verify_export(parse_envelope(_read_file(dsse_file, "DSSE")), public_key_arg(vkey))
+    if as_json:
+        emit_json({"ok": True, **result.as_dict()})
+        return
+    for line in result.checks:
+        click.echo(line)
+    for name, digest in result.subjects:
+        click.echo(f"subject {name} sha256:{digest}")
+    click.echo(f"OK: DSSE envelope of {result.attempt} verifies ({result.verdict})")
+
+
 @click.command()
 @click.argument("run_arg", required=False, metavar="[RUN]")
 @click.option("--run", "run_opt", help="Run id or prefix (default: the whole log).")
-@click.option("--out", "-o", "out", required=True, help="Bundle file to write.")
+@click.option("--out", "-o", "out", required=True, help="File to write.")
+@click.option("--format", "fmt", type=click.Choice(["bundle", "inspect"]), default="bundle",
+              show_default=True,
+              help="bundle: the evidence bundle; inspect: an Inspect AI log (.eval) of the run.")
 @json_option
 @pass_ctx
-def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, as_json: bool) -> None:
-    """Write a self-contained evidence bundle that verifies elsewhere with the public key alone."""
+def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: str,
+           as_json: bool) -> None:
+    """Write a self-contained evidence bundle that verifies elsewhere with the public key alone.
+
+    With --format inspect, write the run as an Inspect AI log instead (one sample per attempt).
+    """
     from ledger.journal.bundle import export_bundle
+
+    if fmt == "inspect":
+        from ledger.view.write import write_inspect
+
+        info_i = write_inspect(ctx.home.journal_path, run_arg or run_opt, Path(out))
+        if as_json:
+            emit_json(info_i)
+        else:
+            click.echo(f"wrote {out}: {info_i['samples']} sample(s) of run {info_i['run']} "
+                       "(Inspect AI log; `inspect view` opens it)")
+        return
 
     keys_ring = load_keys(ctx.home.keys_dir)
     with open_journal(ctx) as j:

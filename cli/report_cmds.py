@@ -210,6 +210,12 @@ def render_compare(d: dict[str, Any]) -> list[str]:
             lines.append(f"{label}: {', '.join(t[key])}")
     if not (t["newly_passing"] or t["newly_failing"]):
         lines.append("no task changed from passing to failing or back")
+    p = d.get("paired") or {}
+    if p.get("tasks"):
+        lines.append(f"paired over {p['tasks']} common task(s): pass rate B - A "
+                     f"{_signed(p['difference'])}, {round(100 * p['confidence'])}% CI "
+                     f"[{_signed(p['ci_low'])}, {_signed(p['ci_high'])}]"
+                     + ("" if p["significant"] else " (not distinguishable from noise)"))
     return lines
 
 

@@ -119,10 +119,12 @@ def paired(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, An
     tasks = sorted(set(a) & set(b))
     n = len(tasks)
     if n == 0:
-        return normalize({"metric": "pass_rate", "tasks": 0, "mean_a": None, "mean_b": None,
-                          "difference": None, "ci_low": None, "ci_high": None,
-                          "confidence": CONFIDENCE, "resamples": 0, "seed": seed,
-                          "significant": False, "wins_a": 0, "wins_b": 0, "ties": 0})
+        empty: dict[str, Any] = normalize({
+            "metric": "pass_rate", "tasks": 0, "mean_a": None, "mean_b": None,
+            "difference": None, "ci_low": None, "ci_high": None, "confidence": CONFIDENCE,
+            "resamples": 0, "seed": seed, "significant": False, "wins_a": 0, "wins_b": 0,
+            "ties": 0})
+        return empty
     diffs = [b[t] - a[t] for t in tasks]
     mean = math.fsum(diffs) / n
     draws = _splitmix64(seed)

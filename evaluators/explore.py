@@ -108,6 +108,7 @@ class AttemptDetail:
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_source: str | None = None
+    diff_recorded: bool = False
     patch: str = ""
     patch_truncated: bool = False
     diff_files: list[tuple[str, str, int, int]] = field(default_factory=list)
@@ -118,11 +119,12 @@ class AttemptDetail:
     transcript: list[TranscriptItem] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
     activity: dict[str, int] = field(default_factory=dict)  # fs.read, fs.write, proc.exec, ...
+    golden: float | None = None  # the golden score of this attempt alone (scored attempts only)
 
     @property
     def diff_sha256(self) -> str | None:
         """SHA-256 of the patch text as recorded (UTF-8); None when no diff was recorded."""
-        if not self.patch and not self.diff_files:
+        if not self.diff_recorded:
             return None
         return hashlib.sha256(self.patch.encode("utf-8")).hexdigest()
 
@@ -184,6 +186,10 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -206,16 +212,16 @@ def _summary(kind: str, d: Mapping[str, Any]) -> str:
         return (f"exit {_text(d.get('exit_code'))}, {_text(d.get('wall_s'))} s"
                 + (", timed out" if d.get("timed_out") else ""))
     if kind in ("test.result", "test.baseline"):
-        counts = d.get("counts") if isinstance(d.get("counts"), Mapping) else {}
+        counts = _map(d.get("counts"))
         return (f"{_text(d.get('suite'))}: {'passed' if d.get('passed') else 'failed'} "
                 + " ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
     if kind == "signal.result":
         return f"signal {_text(d.get('index'))}: {'passed' if d.get('passed') else 'failed'}"
     if kind == "diff":
-        files = d.get("files") if isinstance(d.get("files"), list) else []
-        return f"{len(files)} file(s) changed"
+        files = d.get("files")
+        return f"{len(files) if isinstance(files, list) else 0} file(s) changed"
     if kind == "attestation":
-        att = d.get("attestation") if isinstance(d.get("attestation"), Mapping) else {}
+        att = _map(d.get("attestation"))
         return f"{_text(att.get('verdict'))} {_text(d.get('hash'))[:16]}"
     if kind == "attempt.finished":
         return _text(d.get("status")) + (f": {_text(d.get('error'))}" if d.get("error") else "")
@@ -230,10 +236,10 @@ def _attestation(entry: Entry) -> AttestationSummary | None:
     att = entry.data.get("attestation")
     if not isinstance(att, Mapping):
         return None
-    cp = att.get("checkpoint") if isinstance(att.get("checkpoint"), Mapping) else {}
-    act = att.get("activity") if isinstance(att.get("activity"), Mapping) else {}
-    scope = att.get("scope") if isinstance(att.get("scope"), Mapping) else {}
-    obs = att.get("observation") if isinstance(att.get("observation"), Mapping) else {}
+    cp = _map(att.get("checkpoint"))
+    act = _map(att.get("activity"))
+    scope = _map(att.get("scope"))
+    obs = _map(att.get("observation"))
     isolation = att.get("isolation")
     if isinstance(isolation, Mapping):
         isolation = isolation.get("mode") or isolation.get("kind")
@@ -297,6 +303,7 @@ def _on_entry(a: AttemptDetail, e: Entry) -> None:
         a.tokens_out = _int(d.get("tokens_out"))
         a.cost_source = _text(d.get("cost_source")) or None
     elif kind == "diff":
+        a.diff_recorded = True
         a.patch = _text(d.get("patch"))
         a.patch_truncated = bool(d.get("truncated"))
         a.diff_files = [(_text(f.get("path")), _text(f.get("status")), _int(f.get("added")) or 0,
@@ -351,10 +358,26 @@ def _pairs(views: Mapping[str, Any], seed: int) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+def attempt_scores(entries: Iterable[Entry], run_id: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """The run's views and the golden score of each scored attempt on its own, in one fold."""
+    from evaluators import score as sc
+    from evaluators.facts import facts_of
+    from evaluators.fold import fold_all, new_state
+    from evaluators.views import ROUND_DIGITS, view
+
+    state = fold_all(entries, new_state(run_id))
+    scored, _ = facts_of(state)
+    return view(state), {f.attempt: round(sc.golden(sc.components([f])), ROUND_DIGITS)
+                         for f in scored}
+
+
 def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
             checkpoint: Mapping[str, Any] | None = None, bench: Mapping[str, Any] | None = None,
-            seed: int = 0) -> RunReport:
-    """The model of one run (its entries, in seq order; entries of other runs are skipped)."""
+            seed: int = 0, scores: Mapping[str, float] | None = None) -> RunReport:
+    """The model of one run (its entries, in seq order; entries of other runs are skipped).
+
+    ``scores``: the golden score of each attempt alone (``attempt_scores``), kept on its detail.
+    """
     attempts: dict[str, AttemptDetail] = {}
     leaves: list[bytes] = []
     first_ts = last_ts = last_seq = None
@@ -388,9 +411,21 @@ def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
                     last.task = last.task or task
                 attempts[attempt_id] = last
         _on_entry(last, e)
+    for attempt_id, value in (scores or {}).items():
+        if attempt_id in attempts:
+            attempts[attempt_id].golden = value
     return RunReport(
         run_id=run_id, views=dict(views), attempts=attempts, content_digest=content_digest(leaves),
         entry_count=count, first_ts=first_ts, last_ts=last_ts, last_seq=last_seq,
         checkpoint=dict(checkpoint) if checkpoint is not None else None, task_hashes=task_hashes,
         frontier=_frontier(views.get("per_agent", {})), pairs=_pairs(views, seed),
         bench=dict(bench) if bench is not None else None, harness_version=harness)
+
+
+def explore_attempt_patch(diff_entries: Iterable[Entry]) -> AttemptDetail:
+    """The diff of one attempt from its ``diff`` entries (the last one wins), for the DSSE export."""
+    detail = AttemptDetail(attempt="")
+    for e in diff_entries:
+        detail.attempt = _text(e.data.get("attempt"))
+        _on_entry(detail, e)
+    return detail

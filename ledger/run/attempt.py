@@ -84,8 +84,9 @@ class _Out:
         self._emit = emit
 
     def entry(self, kind: str, data: Mapping[str, Any]) -> None:
+        # ``at``: when the worker captured the event (unix ns); the envelope ``ts`` is append time.
         self._emit(AttemptEvent(self.plan.attempt_id, self.plan.task_id, kind,
-                                {"attempt": self.plan.attempt_id, **data}))
+                                {"attempt": self.plan.attempt_id, "at": time.time_ns(), **data}))
 
     def phase(self, name: str, **extra: Any) -> None:
         self._emit(AttemptEvent(self.plan.attempt_id, self.plan.task_id, "phase",
@@ -551,6 +552,15 @@ def agent_endpoints(agent: Any) -> tuple[str, ...]:
     return tuple(endpoints()) if callable(endpoints) else ()
 
 
+def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
+    """The prompt as given to the agent (public task text; redacted and bounded like any text)."""
+    text, truncated, total = bound_text(redact(prompt), TEXT_LIMIT)
+    out: dict[str, Any] = {"prompt": text}
+    if truncated:
+        out.update(prompt_truncated=True, prompt_bytes=total)
+    return out
+
+
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
                redact: Redact) -> None:
     from ledger.run.costs import estimate_cost
@@ -580,6 +590,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "endpoints": endpoints,
         "trace": observed,
         "trace_reason": reason,
+        **_prompt_fields(task.prompt, redact),
     })
     outcome = run_agent_process(
         invocation, ctx, trace=mode, capture_filter=redact,

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluators.compare import BOOTSTRAP_SEED
-from evaluators.explore import RunReport, explore
-from evaluators.views import compute_views
+from evaluators.explore import RunReport, attempt_scores, explore
 from ledger.journal.journal import Journal
 
 
@@ -36,11 +35,11 @@ def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTR
     """The report model of one run (RUN defaults to the latest; a unique prefix is accepted)."""
     run_id = journal.resolve_run(run_prefix)
     entries = list(journal.entries(run=run_id))
-    views = compute_views(entries, run_id)
+    views, scores = attempt_scores(entries, run_id)
     last_seq = entries[-1].seq if entries else None
     return explore(entries, run_id, views=views,
                    checkpoint=covering_checkpoint(journal, last_seq),
-                   bench=_bench_view(entries), seed=seed)
+                   bench=_bench_view(entries), seed=seed, scores=scores)
 
 
 def load_reports(journal: Journal, run_prefixes: Sequence[str], *, seed: int = BOOTSTRAP_SEED

@@ -31,3 +31,22 @@ def write_report(journal_path: Path, runs: Sequence[str], output: Path) -> dict[
             "runs": [r.run_id for r in reports],
             "attempts": sum(len(r.views["attempts"]) for r in reports),
             "content_digests": {r.run_id: r.content_digest for r in reports}}
+
+
+def write_inspect(journal_path: Path, run: str | None, output: Path) -> dict[str, Any]:
+    """Write RUN as an Inspect AI ``.eval`` log (see ledger/view/inspect_export.py)."""
+    from ledger.view.inspect_export import write_eval
+    from ledger.view.model import load_report
+
+    with Journal.open(journal_path, readonly=True) as journal:
+        report = load_report(journal, run)
+
+        def proof(seq: int, size: int) -> dict[str, Any] | None:
+            if size > journal.size:
+                return None
+            p = journal.inclusion_proof(seq, size)
+            return {"leaf_index": p.leaf_index, "tree_size": p.tree_size,
+                    "leaf_hash": p.leaf_hash.hex(), "root": p.root.hex(),
+                    "hashes": [h.hex() for h in p.hashes]}
+
+        return write_eval(report, output, proof)

@@ -56,6 +56,16 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
     return f"cmd:{sys.executable} {path}"
 
 
+def test_attempt_records_the_prompt_and_capture_times(tasks: dict[str, Task]) -> None:
+    """agent.started holds the prompt as given; every worker entry has its own capture time ``at``."""
+    events = _run(_plan(tasks["fix-add"], "oracle"))
+    assert _one(events, "agent.started")["prompt"] == tasks["fix-add"].prompt
+    times = [d["at"] for _, d in _entries(events)]
+    assert all(isinstance(t, int) for t in times) and times == sorted(times)
+    first = {k: d["at"] for k, d in reversed(_entries(events))}
+    assert first["commitment"] < first["agent.started"] < first["agent.finished"]
+
+
 def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None:
     """commitment and baseline precede the agent; tests and diff follow; attempt.finished is last."""
     events = _run(_plan(tasks["fix-add"], "oracle"))
@@ -66,8 +76,9 @@ def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None
     assert after[:3] == ["agent.finished", "signal.result", "signal.result"]
     assert after[3:] == ["test.result", "test.result", "diff", "attempt.finished"]
     assert all(d["attempt"] == "r-test/fix-add/a/1/1" for _, d in _entries(events))
-    assert _one(events, "attempt.finished") == {"attempt": "r-test/fix-add/a/1/1",
-                                                "status": "completed", "error": None}
+    finished = _one(events, "attempt.finished")
+    assert isinstance(finished.pop("at"), int)  # the capture time (VOCABULARY.md conventions)
+    assert finished == {"attempt": "r-test/fix-add/a/1/1", "status": "completed", "error": None}
     hidden = _one(events, "test.result", suite="hidden")
     assert hidden["passed"] is True and hidden["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0}
     assert {t["id"] for t in hidden["tests"]} == {

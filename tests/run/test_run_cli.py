@@ -72,6 +72,9 @@ def _vocabulary() -> dict[str, set[str]]:
     """kind -> top-level data fields, parsed from the tables of docs/VOCABULARY.md."""
     out = documented_fields(VOCAB)
     out["test.baseline"] = (out["test.result"] - {"test.result"}) | {"attempt"}
+    for kind, fields in out.items():  # the capture time of worker-captured entries (conventions)
+        if "attempt" in fields and kind not in ("attempt.started", "attestation"):
+            fields.add("at")
     return out
 
 
