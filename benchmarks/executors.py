@@ -83,7 +83,7 @@ def latency(samples: list[float]) -> dict[str, Any]:
 def idle_append_baseline(tmp: Path, n: int = 200) -> dict[str, Any]:
     """The same kind of entry appended to a journal with nothing else going on."""
     samples = []
-    with Journal.open(tmp / "idle.db", create=True) as journal:
+    with Journal.open(tmp / "idle.db", create=True, harness=True) as journal:
         for i in range(n):
             t0 = time.perf_counter()
             journal.append("agent.output", {"attempt": "r-x/t/a/1/1", "stream": "stdout",

@@ -150,7 +150,7 @@ class JournalWorkload(Workload):
 
     def open(self, db: Path, data: Sequence[dict[str, Any]],
              synchronous: str) -> tuple[Writer, Callable[[], None]]:
-        j = Journal.open(db, create=True, synchronous=synchronous)
+        j = Journal.open(db, create=True, synchronous=synchronous, harness=True)
         m = len(data)
 
         def write(start: int, stop: int, per_tx: int) -> None:
@@ -180,7 +180,7 @@ class MixedJournalWorkload(Workload):
 
     def open(self, db: Path, data: Sequence[dict[str, Any]],
              synchronous: str) -> tuple[Writer, Callable[[], None]]:
-        j = Journal.open(db, create=True, synchronous=synchronous)
+        j = Journal.open(db, create=True, synchronous=synchronous, harness=True)
         m = len(data)
 
         def write(start: int, stop: int, per_tx: int) -> None:
@@ -334,7 +334,7 @@ def build_journal(db: Path, n: int, batch: int, data: Sequence[dict[str, Any]], 
     start = time.perf_counter()
     m = len(data)
     step = max(n // 10, batch)
-    with Journal.open(db, create=True, synchronous="NORMAL") as j:
+    with Journal.open(db, create=True, synchronous="NORMAL", harness=True) as j:
         for s in range(0, n, batch):
             j.append_many([(KIND, data[i % m], RUN_ID, TASK_ID) for i in range(s, min(s + batch, n))])
             done = min(s + batch, n)

@@ -143,7 +143,7 @@ def build(path: Path, attempts: int) -> tuple[int, float]:
     agents = [f"agent{k}" for k in range(AGENTS)]
     repeats = max(1, -(-attempts // (TASKS * AGENTS)))
     t0 = time.perf_counter()
-    with Journal.open(path, create=True, synchronous="NORMAL") as j:
+    with Journal.open(path, create=True, synchronous="NORMAL", harness=True) as j:
         j.append("run.started", {"harness_version": "bench", "config": {
             "tiers": ["smoke", "standard", "stretch", "adversarial"],
             "task_ids": [x["id"] for x in tasks], "agents": agents, "repeat": repeats,

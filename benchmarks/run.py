@@ -45,7 +45,7 @@ def run(home: LedgerHome, agent: str, attempts: int, parallel: int) -> tuple[str
 
 
 def attempt_stats(home: LedgerHome, run_id: str) -> dict[str, Any]:
-    with Journal.open(home.journal_path) as j:
+    with Journal.open(home.journal_path, harness=True) as j:
         items = list(j.entries(run=run_id))
     per: dict[str, dict[str, float]] = {}
     for e in items:

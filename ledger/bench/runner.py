@@ -753,7 +753,7 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     keys = _keys(home)
     run_id = new_bench_run_id(now(), rng)
     seed = opts.seed if opts.seed is not None else int.from_bytes(rng(4), "big")
-    journal = Journal.open(home.journal_path, create=True)
+    journal = Journal.open(home.journal_path, create=True, harness=True)
     bench: _Bench | None = None
     try:
         options = {"with_tests": opts.with_tests, "with_adversarial": opts.with_review,

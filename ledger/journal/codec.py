@@ -25,6 +25,8 @@ ENVELOPE_KEYS = frozenset({"v", "seq", "ts", "run", "task", "kind", "data"})
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 MAX_DEPTH = 64
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+"""The largest entry (its encoded bytes) a journal accepts: 16 MiB (docs/FORMAT.md)."""
 
 
 class _Packers(threading.local):

@@ -1,7 +1,9 @@
 """The public journal API: append, read, prove, checkpoint, verify.
 
-    j = Journal.open(home.journal_path, create=True)
-    e = j.append("run.started", {...}, run=run_id)
+    j = Journal.open(home.journal_path, create=True)   # an outside tool: only ext.* kinds
+    j.append("ext.note", {...})
+    h = Journal.open(home.journal_path, create=True, harness=True)   # the harness's own writer
+    e = h.append("run.started", {...}, run=run_id)
     j.append_many([{"kind": ..., "data": ..., "run": ..., "task": ...}, ...])
     note = j.checkpoint(keys)            # signed C2SP checkpoint of the current head
     j.inclusion_proof(seq, size)         # RFC 6962 audit path, bottom-up
@@ -25,6 +27,23 @@ from ledger.journal.store import Item, Store
 from ledger.journal.tiles import DEFAULT_HEIGHT
 
 MAX_BATCH = 100_000
+EXTERNAL_PREFIX = "ext."
+"""Entry kinds outside tools may append; every other kind is reserved for the harness
+(docs/VOCABULARY.md, "Who may write what")."""
+
+
+def is_external_kind(kind: object) -> bool:
+    """True for a kind an outside tool may append (``ext.<name>``)."""
+    return isinstance(kind, str) and kind.startswith(EXTERNAL_PREFIX) and len(kind) > len(EXTERNAL_PREFIX)
+
+
+def check_external_kinds(kinds: Iterable[object]) -> None:
+    """Refuse (UsageError, exit 2) any kind an outside tool may not append."""
+    for kind in kinds:
+        if not is_external_kind(kind):
+            raise UsageError(
+                f"entry kind {kind!r} is reserved for the harness: outside tools append only "
+                f"'{EXTERNAL_PREFIX}<name>' kinds (e.g. '{EXTERNAL_PREFIX}note')")
 
 
 @dataclass(frozen=True)
@@ -68,19 +87,23 @@ class RunInfo:
 class Journal:
     """One journal database plus the ledger directory around it (keys, checkpoints)."""
 
-    def __init__(self, store: Store, home: Path | None, clock: Callable[[], int]) -> None:
+    def __init__(self, store: Store, home: Path | None, clock: Callable[[], int], *,
+                 harness: bool = False) -> None:
         self._store = store
         self.home = home
         self._clock = clock
+        self._harness = harness
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = False, readonly: bool = False,
              clock: Callable[[], int] = time.time_ns, synchronous: str = "FULL",
-             tile_height: int = DEFAULT_HEIGHT) -> Journal:
+             tile_height: int = DEFAULT_HEIGHT, harness: bool = False) -> Journal:
         """Open the journal at ``path`` (a journal.db file, or a ledger directory).
 
         ``tile_height`` sets how a new journal stores its tree (docs/FORMAT.md); an existing
-        journal keeps its own.
+        journal keeps its own. ``harness=True`` is the harness's own writer (run, bench): it may
+        append the reserved kinds of docs/VOCABULARY.md; any other caller appends only
+        ``ext.*`` kinds and is refused the rest (UsageError).
         """
         p = Path(path)
         if str(path) != ":memory:" and (p.is_dir() or p.suffix != ".db"):
@@ -88,7 +111,7 @@ class Journal:
         store = Store.open(p if str(path) != ":memory:" else ":memory:", create=create,
                            readonly=readonly, synchronous=synchronous, tile_height=tile_height)
         home = None if str(path) == ":memory:" else p.parent
-        return cls(store, home, clock)
+        return cls(store, home, clock, harness=harness)
 
     def close(self) -> None:
         self._store.close()
@@ -108,6 +131,8 @@ class Journal:
     def append(self, kind: str, data: Mapping[str, Any], *, run: str | None = None,
                task: str | None = None) -> Entry:
         """Append one entry in its own transaction; it is durable when this returns."""
+        if not self._harness:
+            check_external_kinds((kind,))
         # encode_entries copies a plain dict before it checks and packs it
         return self._store.append([(kind, data if type(data) is dict else dict(data), run, task)],
                                   self._clock)[0]
@@ -132,6 +157,8 @@ class Journal:
                 raise UsageError(f"a batch holds at most {MAX_BATCH} entries")
         if len(batch) > MAX_BATCH:
             raise UsageError(f"a batch holds at most {MAX_BATCH} entries")
+        if not self._harness:
+            check_external_kinds(item[0] for item in batch)
         return self._store.append(batch, self._clock)
 
     # ------------------------------------------------------------------ reading

@@ -31,7 +31,7 @@ from typing import Any
 
 from ledger.errors import JournalConflict, JournalFormatError, LedgerError, NotFound, UsageError
 from ledger.journal import merkle
-from ledger.journal.codec import Entry, encode_entries
+from ledger.journal.codec import MAX_ENTRY_BYTES, Entry, encode_entries
 from ledger.journal.tiles import (
     DEFAULT_HEIGHT,
     HASH_SIZE,
@@ -267,6 +267,8 @@ class Store:
             sha = _sha256
             entries = encode_entries(size, ts, items)
             raws = [e.raw for e in entries]
+            if max(map(len, raws)) > MAX_ENTRY_BYTES:
+                _refuse_oversized(entries)
             grown, tiles = edge.extended([sha(b"\x00" + raw).digest() for raw in raws])
             root = grown.root()
             try:
@@ -557,6 +559,12 @@ def _set_wal(c: sqlite3.Connection) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+def _refuse_oversized(entries: Sequence[Entry]) -> None:
+    big = next(e for e in entries if len(e.raw) > MAX_ENTRY_BYTES)
+    raise UsageError(f"entry of kind {big.kind!r} is {len(big.raw)} bytes encoded; one entry holds at most "
+                     f"{MAX_ENTRY_BYTES} bytes (16 MiB, docs/FORMAT.md)")
 
 
 def _spans_of(size: int, items: Sequence[Item], root: bytes, ts: int) -> list[Span]:

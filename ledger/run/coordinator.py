@@ -448,7 +448,7 @@ def execute_run(
             make_executor, ray_address=request.ray_address or cfg.run.ray_address)
     home.path.mkdir(parents=True, exist_ok=True)
     keys = _keys(home)
-    journal = Journal.open(home.journal_path, create=True)
+    journal = Journal.open(home.journal_path, create=True, harness=True)
     try:
         if request.resume:
             plan, unreported = resume_plan(source, journal, request, cfg)

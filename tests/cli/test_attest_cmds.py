@@ -129,7 +129,7 @@ def test_ambiguous_prefix_and_malformed_entry(tmp_path: Path, run: dict[str, Any
     shutil.copytree(run["home"], home)
     h = run["atts"]["noop"].data["hash"]
     twin = h[:12] + ("0" if h[12] != "0" else "1") + h[13:]
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         j.append("attestation", {"attempt": "x/y/z/1/1", "attestation": "not a map", "hash": twin})
     out = ledger(home, "attest", "show", h[:12])
     assert out.exit_code == 2 and "ambiguous" in out.stderr

@@ -64,7 +64,7 @@ def setup(tmp_path: Path) -> Any:
     home.mkdir()
     keyring = init_keys(home / "keys", name="eval-ledger/attest-cli", rng=random.Random(3).randbytes)
     journal = Journal.open(home / "journal.db", create=True,
-                           clock=itertools.count(1_700_000_000_000_000_000, 1000).__next__)
+                           clock=itertools.count(1_700_000_000_000_000_000, 1000).__next__, harness=True)
     yield home, keyring, journal
     journal.close()
 

@@ -28,7 +28,7 @@ def run(home: Path, *args: str, input: str | None = None) -> tuple[int, str, str
 
 def populated(home: Path, n: int = 5) -> None:
     assert run(home, "keys", "init", "--name", "example.org/test-log")[0] == 0
-    lines = "".join(json.dumps({"kind": "ev", "data": {"i": i}, "run": "r-1"}) + "\n" for i in range(n))
+    lines = "".join(json.dumps({"kind": "ext.ev", "data": {"i": i}, "run": "r-1"}) + "\n" for i in range(n))
     code, out, _ = run(home, "append", "--batch", "-", input=lines)
     assert code == 0, out
 
@@ -39,7 +39,7 @@ def snapshot(path: Path) -> dict[str, bytes]:
 
 def test_append_prints_seq_and_leaf_hash(home: Path) -> None:
     """`append` prints the new seq and the RFC 6962 leaf hash of the stored bytes."""
-    code, out, _ = run(home, "append", "note", "--run", "r", "--data", '{"x": 1}')
+    code, out, _ = run(home, "append", "ext.note", "--run", "r", "--data", '{"x": 1}')
     assert code == 0
     seq, leaf = out.split()
     assert seq == "0"
@@ -55,7 +55,7 @@ def test_append_prints_seq_and_leaf_hash(home: Path) -> None:
     (["append", "k", "--data", "{not json"], "not valid JSON"),
     (["append", "k", "--data", "[1, 2]"], "expected a JSON object"),
     (["append", "k"], "--data"),
-    (["append", "k", "--data", '{"x": NaN}'], "NaN"),
+    (["append", "ext.k", "--data", '{"x": NaN}'], "NaN"),
 ])
 def test_append_bad_input_exits_2_and_writes_nothing(home: Path, args: list[str], needle: str) -> None:
     """Malformed append input is one clear line, exit 2, and no entry."""
@@ -70,7 +70,7 @@ def test_append_bad_input_exits_2_and_writes_nothing(home: Path, args: list[str]
 def test_batch_with_bad_line_appends_none(home: Path) -> None:
     """A batch is all or nothing: one bad line leaves the journal untouched."""
     populated(home, 2)
-    code, _, err = run(home, "append", "--batch", "-", input='{"kind":"a","data":{}}\n{"kind":"b"}\n')
+    code, _, err = run(home, "append", "--batch", "-", input='{"kind":"ext.a","data":{}}\n{"kind":"ext.b"}\n')
     assert code == 2 and "line 2" not in err or "data" in err
     assert len(run(home, "log", "--json")[1].splitlines()) == 2
 
@@ -148,7 +148,7 @@ def test_since_detects_truncation(home: Path, tmp_path: Path) -> None:
     populated(home, 14)
     run(home, "checkpoint")
     for n in range(4):  # 18 entries: the first 16-hash leaf tile is now full and stored
-        run(home, "append", "late", "--data", json.dumps({"n": n}))
+        run(home, "append", "ext.late", "--data", json.dumps({"n": n}))
     note = json.loads(run(home, "checkpoint", "--json")[1])["note"]
     kept = tmp_path / "kept.note"
     kept.write_text(note)
@@ -176,7 +176,7 @@ def test_since_detects_truncation(home: Path, tmp_path: Path) -> None:
 
 def test_missing_keys_and_loose_permissions(home: Path) -> None:
     """checkpoint without keys points at `ledger keys init`; a 0644 secret key is refused."""
-    run(home, "append", "a", "--data", "{}")
+    run(home, "append", "ext.a", "--data", "{}")
     code, _, err = run(home, "checkpoint")
     assert code == 2 and "ledger keys init" in err
     assert run(home, "keys", "init")[0] == 0

@@ -46,7 +46,7 @@ def builder(run: str, outcomes: dict[str, bool], *, finish: bool = True,
 
 def write(home: Path, b: RunBuilder, *, record: bool = True) -> None:
     """Append the builder's entries to the journal, then the view recorded from the journal."""
-    with Journal.open(home / "journal.db", create=True) as j:
+    with Journal.open(home / "journal.db", create=True, harness=True) as j:
         j.append_many([(e.kind, e.data, e.run, e.task) for e in b.entries])
         if record:
             j.append("view.recorded", recorded_view_data(j.entries(run=b.run), b.run), run=b.run)
@@ -82,7 +82,7 @@ def test_report_json_has_the_golden_run_file_fields(two_runs: Path) -> None:
                               "category": "incomplete",
                               "details": "hidden tests: 0 passed, 2 failed, 0 errors"}]
     assert v["cost_total"] == 0.75 and v["entries"]["unknown"] == {"future.kind": 1}
-    with Journal.open(two_runs / "journal.db") as j:
+    with Journal.open(two_runs / "journal.db", harness=True) as j:
         expected = compute_views(j.entries(run=RUN_A), RUN_A)
     assert {k: v[k] for k in expected} == json.loads(json.dumps(expected))
 
@@ -105,7 +105,7 @@ def test_report_names_the_covering_checkpoint(two_runs: Path) -> None:
     assert invoke(two_runs, "keys", "init", "--name", "example.org/test")[0] == 0
     assert invoke(two_runs, "checkpoint")[0] == 0
     v = json.loads(invoke(two_runs, "report", "--json")[1])
-    with Journal.open(two_runs / "journal.db") as j:
+    with Journal.open(two_runs / "journal.db", harness=True) as j:
         size = j.size
     assert v["checkpoint"]["size"] == size
     assert v["checkpoint"]["note"].startswith("example.org/test\n")
@@ -174,7 +174,7 @@ def test_replay_detects_a_changed_recorded_view(home: Path) -> None:
     """A recorded view that does not match the entries: exit 1 and the differing paths."""
     b = builder(RUN_A, {"t1": True, "t2": False})
     write(home, b, record=False)
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         data = recorded_view_data(j.entries(run=RUN_A), RUN_A)
         forged = copy.deepcopy(data)
         forged["view"]["components"]["task_success"] = 1.0

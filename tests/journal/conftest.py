@@ -51,7 +51,7 @@ def db_path(home: Path) -> Path:
 @pytest.fixture
 def journal(db_path: Path) -> Iterator[Journal]:
     """An empty on-disk journal with a deterministic clock, closed after the test."""
-    j = Journal.open(db_path, create=True, clock=counter_clock())
+    j = Journal.open(db_path, create=True, clock=counter_clock(), harness=True)
     try:
         yield j
     finally:

@@ -346,7 +346,7 @@ def build_baseline(home: Path, keys: KeyRing, other_keys: KeyRing,
     """Create the baseline journal (tile height 1) in ``home`` and close it."""
     items = baseline_items()
     notes: dict[int, str] = {}
-    with Journal.open(home / "journal.db", create=True, clock=clock, tile_height=TILE_HEIGHT) as j:
+    with Journal.open(home / "journal.db", create=True, clock=clock, tile_height=TILE_HEIGHT, harness=True) as j:
         start = 0
         for n in BATCHES:
             j.append_many(items[start:start + n])
@@ -359,7 +359,7 @@ def build_baseline(home: Path, keys: KeyRing, other_keys: KeyRing,
 def build_wide(home: Path, clock: Callable[[], int]) -> Path:
     """A journal of ``WIDE_SIZE`` entries with the default tile height, closed; returns its path."""
     db = home / "journal.db"
-    with Journal.open(db, create=True, clock=clock) as j:
+    with Journal.open(db, create=True, clock=clock, harness=True) as j:
         for start in range(0, WIDE_SIZE, WIDE_BATCH):
             j.append_many([{"kind": "agent.tool", "data": {"i": i, "out": f"line {i}"},
                             "run": "run-w", "task": f"task-{i // 10}"}
@@ -655,7 +655,7 @@ def _forged_checkpoint_body(b: Baseline) -> None:
 
 def _checkpoint_from_another_key(b: Baseline) -> None:
     """An impostor key (same name, other key material) signs a correct head; file dropped in the folder."""
-    with Journal.open(b.db) as j:
+    with Journal.open(b.db, harness=True) as j:
         size, root = j.head()
     cp = Checkpoint(origin=b.keys.key_name, size=size, root=root)
     (b.folder / f"{size}.note").write_text(sign_checkpoint(cp, b.other_keys.signer), "utf-8")
@@ -663,7 +663,7 @@ def _checkpoint_from_another_key(b: Baseline) -> None:
 
 def _checkpoint_root_mismatch(b: Baseline) -> None:
     """The real key signed a head for size 8 whose root is not this log's (a fork)."""
-    with Journal.open(b.db) as j:
+    with Journal.open(b.db, harness=True) as j:
         real = j.root_at(8)
     cp = Checkpoint(origin=b.keys.key_name, size=8, root=flip_bit(real, 0))
     (b.folder / "8.note").write_text(sign_checkpoint(cp, b.keys.signer), "utf-8")

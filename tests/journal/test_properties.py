@@ -46,7 +46,7 @@ def spans_of(batches: list[list[dict[str, Any]]]) -> int:
        height=st.sampled_from([1, 2, 4]))
 def test_append_then_verify(batches: list[list[dict[str, Any]]], height: int) -> None:
     """Whatever is appended, in whatever batches, verifies and reads back unchanged."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height, harness=True) as j:
         for batch in batches:
             if len(batch) == 1:
                 item = batch[0]
@@ -104,7 +104,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Pristine]:
     for height, batches in PRISTINE_BATCHES.items():
         path = tmp_path_factory.mktemp(f"pristine-h{height}") / "journal.db"
         items = pristine_items(sum(batches))
-        with Journal.open(path, create=True, clock=counter_clock(), tile_height=height) as j:
+        with Journal.open(path, create=True, clock=counter_clock(), tile_height=height, harness=True) as j:
             start = 0
             for b in batches:
                 j.append_many(items[start:start + b])
@@ -348,7 +348,7 @@ PROOF_LOG = 300
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Journal, list[bytes]]:
     """A 300-entry journal grown in batches of 37 (and its leaf hashes)."""
     path = tmp_path_factory.mktemp("big") / "journal.db"
-    j = Journal.open(path, create=True, clock=counter_clock())
+    j = Journal.open(path, create=True, clock=counter_clock(), harness=True)
     n = 0
     while n < PROOF_LOG:
         k = min(37, PROOF_LOG - n)

@@ -163,7 +163,7 @@ def first_spans(path: Path) -> dict[str, int]:
 
 def test_query_by_a_run_that_returns_much_later_matches_brute_force(db_path: Path) -> None:
     """entries(run=R) for a run that stops and comes back after many other runs' spans is exactly the brute-force set."""
-    with Journal.open(db_path, create=True, clock=counter_clock(), tile_height=2) as j:
+    with Journal.open(db_path, create=True, clock=counter_clock(), tile_height=2, harness=True) as j:
         j.append_many([("run.started", {}, "R", None), ("agent.tool", {"n": 0}, "R", "t1")])
         for i in range(60):  # 120 entries of other runs (and of none), two spans per append
             j.append_many([("agent.tool", {"i": i}, f"o{i % 3}", f"t{i % 2}"), ("note", {"i": i}, None, None)])
@@ -190,8 +190,8 @@ def test_query_by_a_run_that_returns_much_later_matches_brute_force(db_path: Pat
 
 def test_runs_rows_are_written_once_per_run(db_path: Path) -> None:
     """Many appends, by two handles and a reopened one, leave one runs row per run at its first span."""
-    a = Journal.open(db_path, create=True, clock=counter_clock())
-    b = Journal.open(db_path, clock=counter_clock())
+    a = Journal.open(db_path, create=True, clock=counter_clock(), harness=True)
+    b = Journal.open(db_path, clock=counter_clock(), harness=True)
     try:
         for i in range(90):
             w = (a, b)[i % 2]  # each handle keeps its own cache of the runs it indexed
@@ -201,7 +201,7 @@ def test_runs_rows_are_written_once_per_run(db_path: Path) -> None:
     finally:
         a.close()
         b.close()
-    with Journal.open(db_path) as j:  # a cold cache: every run it appends to is already indexed
+    with Journal.open(db_path, harness=True) as j:  # a cold cache: every run it appends to is already indexed
         j.append_many([("k", {}, f"r{i}", None) for i in range(11)] + [("k", {}, "new", None)])
         size = j.size
         assert j.verify()["size"] == size
@@ -231,7 +231,7 @@ def test_run_first_seen_mid_batch_is_indexed_at_its_span(journal: Journal) -> No
 
 def test_runs_differing_in_case_are_separate_runs(db_path: Path) -> None:
     """Runs 'r' and 'R' get a row each and verify; a second row under either name is refused even without triggers."""
-    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+    with Journal.open(db_path, create=True, clock=counter_clock(), harness=True) as j:
         j.append_many([("k", {}, "r", None), ("k", {}, "R", None), ("k", {}, "r", None)])
         assert [e.seq for e in j.entries(run="r")] == [0, 2]
         assert [e.seq for e in j.entries(run="R")] == [1]
@@ -246,7 +246,7 @@ def test_runs_differing_in_case_are_separate_runs(db_path: Path) -> None:
 
 def test_runs_row_planted_before_its_run_is_written_is_caught(db_path: Path) -> None:
     """A runs row planted for a run not written yet misleads later queries by run; verify names the run's real first span."""
-    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+    with Journal.open(db_path, create=True, clock=counter_clock(), harness=True) as j:
         fill(j, 3)
     with raw_db(db_path) as c:
         try:
@@ -255,7 +255,7 @@ def test_runs_row_planted_before_its_run_is_written_is_caught(db_path: Path) -> 
         except sqlite3.IntegrityError as exc:  # a stricter trigger would refuse it outright
             assert "journal" in str(exc)
             planted = False
-    with Journal.open(db_path, clock=counter_clock()) as j:
+    with Journal.open(db_path, clock=counter_clock(), harness=True) as j:
         j.append_many([("k", {"i": i}, "r9", None) for i in range(4)])
         seen = [e.seq for e in j.entries(run="r9")]
         if not planted:
@@ -278,12 +278,12 @@ def test_entry_lookup(journal: Journal) -> None:
 
 def test_durable_across_reopen(db_path: Path) -> None:
     """Entries, head and bytes are the same after closing and reopening the journal."""
-    with Journal.open(db_path, create=True, clock=counter_clock()) as j:
+    with Journal.open(db_path, create=True, clock=counter_clock(), harness=True) as j:
         fill(j, 5)
         j.append_many([{"kind": "b", "data": {"k": i}} for i in range(4)])
         head = j.head()
         raws = [e.raw for e in j.entries()]
-    with Journal.open(db_path) as j:
+    with Journal.open(db_path, harness=True) as j:
         assert j.head() == head
         assert [e.raw for e in j.entries()] == raws
         e = j.append("after", {})
@@ -293,17 +293,17 @@ def test_durable_across_reopen(db_path: Path) -> None:
 
 def test_open_by_directory(home: Path) -> None:
     """Journal.open accepts the ledger directory and finds journal.db inside it."""
-    with Journal.open(home, create=True) as j:
+    with Journal.open(home, create=True, harness=True) as j:
         j.append("a", {})
     assert (home / "journal.db").is_file()
-    with Journal.open(home) as j:
+    with Journal.open(home, harness=True) as j:
         assert j.size == 1
 
 
 def test_two_handles_interleave(db_path: Path) -> None:
     """Two open handles on one file append in turn and still build one valid tree."""
-    a = Journal.open(db_path, create=True)
-    b = Journal.open(db_path)
+    a = Journal.open(db_path, create=True, harness=True)
+    b = Journal.open(db_path, harness=True)
     try:
         for i in range(10):
             (a if i % 3 else b).append("x", {"i": i})
@@ -320,7 +320,7 @@ def test_two_handles_interleave(db_path: Path) -> None:
 
 def test_memory_journal() -> None:
     """A ':memory:' journal appends, proves and verifies without touching the disk."""
-    with Journal.open(":memory:") as j:
+    with Journal.open(":memory:", harness=True) as j:
         fill(j, 9)
         assert j.home is None
         assert j.verify()["size"] == 9
@@ -330,20 +330,20 @@ def test_memory_journal() -> None:
 
 def test_readonly_refuses_writes(db_path: Path) -> None:
     """A read-only handle reads and verifies but refuses to append."""
-    with Journal.open(db_path, create=True) as j:
+    with Journal.open(db_path, create=True, harness=True) as j:
         fill(j, 2)
     with Journal.open(db_path, readonly=True) as j:
         assert j.size == 2
         assert j.verify()["size"] == 2
         with pytest.raises(JournalConflict):
-            j.append("a", {})
+            j.append("ext.a", {})
 
 
 def test_missing_journal_is_not_created(tmp_path: Path) -> None:
     """Opening a journal that does not exist without create=True is NotFound and creates nothing."""
     path = tmp_path / "nope" / "journal.db"
     with pytest.raises(NotFound):
-        Journal.open(path)
+        Journal.open(path, harness=True)
     with pytest.raises(NotFound):
         Journal.open(path, readonly=True)
     assert not path.parent.exists()
@@ -351,7 +351,7 @@ def test_missing_journal_is_not_created(tmp_path: Path) -> None:
 
 def test_wal_mode(db_path: Path) -> None:
     """The journal runs in WAL mode (readers never block the writer)."""
-    with Journal.open(db_path, create=True) as j:
+    with Journal.open(db_path, create=True, harness=True) as j:
         fill(j, 1)
     with raw_db(db_path) as c:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -442,7 +442,7 @@ def raw_snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
 @pytest.mark.parametrize("sql", REFUSED_SQL.values(), ids=list(REFUSED_SQL))
 def test_raw_sql_cannot_rewrite_history(db_path: Path, keyring: KeyRing, sql: str) -> None:
     """Triggers refuse UPDATE, DELETE, REPLACE and out-of-order INSERT on every history table."""
-    with Journal.open(db_path, create=True, tile_height=1) as j:
+    with Journal.open(db_path, create=True, tile_height=1, harness=True) as j:
         fill(j, 8)
         j.checkpoint(keyring)
         before = table_snapshot(j)
@@ -455,14 +455,14 @@ def test_raw_sql_cannot_rewrite_history(db_path: Path, keyring: KeyRing, sql: st
     with raw_db(db_path) as c, pytest.raises(sqlite3.IntegrityError, match="journal"):
         c.execute(sql)
     assert raw_snapshot(db_path) == raw_before
-    with Journal.open(db_path) as j:
+    with Journal.open(db_path, harness=True) as j:
         assert table_snapshot(j) == before
         assert j.verify(verifier=keyring.verifier)["size"] == 8
 
 
 def test_schema_triggers_are_the_ones_the_corpus_drops(db_path: Path) -> None:
     """The schema's triggers are exactly tamper_cases.TRIGGERS, so drop_triggers() leaves none behind."""
-    with Journal.open(db_path, create=True):
+    with Journal.open(db_path, create=True, harness=True):
         pass
     with raw_db(db_path) as c:
         names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
@@ -472,7 +472,7 @@ def test_schema_triggers_are_the_ones_the_corpus_drops(db_path: Path) -> None:
 
 def test_schema_tables_are_the_documented_ones(db_path: Path) -> None:
     """A new journal has exactly the tables of the format: heads live on spans, no heads table."""
-    with Journal.open(db_path, create=True):
+    with Journal.open(db_path, create=True, harness=True):
         pass
     with raw_db(db_path) as c:
         names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -481,24 +481,24 @@ def test_schema_tables_are_the_documented_ones(db_path: Path) -> None:
 
 def test_meta_version_mismatch_is_refused(db_path: Path) -> None:
     """A journal whose meta says format version 9 is refused as JournalFormatError."""
-    with Journal.open(db_path, create=True) as j:
+    with Journal.open(db_path, create=True, harness=True) as j:
         fill(j, 2)
     with raw_db(db_path) as c:
         c.execute("UPDATE meta SET value = '9' WHERE key = 'version'")
     with pytest.raises(JournalFormatError, match="version '9'"):
-        Journal.open(db_path)
+        Journal.open(db_path, harness=True)
     with pytest.raises(JournalFormatError):
         Journal.open(db_path, readonly=True)
 
 
 def test_meta_format_name_mismatch_is_refused(db_path: Path) -> None:
     """A database with the journal's tables but another format name is not a journal."""
-    with Journal.open(db_path, create=True):
+    with Journal.open(db_path, create=True, harness=True):
         pass
     with raw_db(db_path) as c:
         c.execute("UPDATE meta SET value = 'something-else' WHERE key = 'format'")
     with pytest.raises(JournalFormatError, match="not an eval-ledger journal"):
-        Journal.open(db_path)
+        Journal.open(db_path, harness=True)
 
 
 @pytest.mark.parametrize("create", [False, True], ids=["open", "create"])
@@ -508,7 +508,7 @@ def test_random_bytes_are_not_a_journal(tmp_path: Path, create: bool) -> None:
     blob = os.urandom(8192)
     path.write_bytes(blob)
     with pytest.raises(JournalFormatError):
-        Journal.open(path, create=create)
+        Journal.open(path, create=create, harness=True)
     assert path.read_bytes() == blob
 
 
@@ -521,7 +521,7 @@ def test_unrelated_sqlite_db_is_not_a_journal(tmp_path: Path, create: bool) -> N
         c.execute("INSERT INTO users(name) VALUES ('ada')")
     blob = path.read_bytes()
     with pytest.raises(JournalFormatError, match="not an eval-ledger journal"):
-        Journal.open(path, create=create)
+        Journal.open(path, create=create, harness=True)
     assert path.read_bytes() == blob
     with raw_db(path) as c:
         names = {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
@@ -555,7 +555,7 @@ def grown(tmp_path_factory: pytest.TempPathFactory,
     """
     assert sum(BATCH_PATTERN) == MAX_SIZE
     path = tmp_path_factory.mktemp("grown") / "journal.db"
-    j = Journal.open(path, create=True, clock=counter_clock(), tile_height=request.param)
+    j = Journal.open(path, create=True, clock=counter_clock(), tile_height=request.param, harness=True)
     sizes = []
     n = 0
     for b in BATCH_PATTERN:
@@ -599,7 +599,7 @@ TILE_PATTERNS = {
 def test_stored_tiles_match_memory_tree(height: int, pattern: tuple[int, ...]) -> None:
     """After every batch the stored tiles are exactly the full tiles of MemoryNodes' tree."""
     width = 1 << height
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height, harness=True) as j:
         leaves: list[bytes] = []
         for b in pattern:
             leaves += [e.leaf_hash for e in j.append_many([("k", {"n": len(leaves) + i}, None, None)

@@ -46,7 +46,7 @@ def baseline(home: Path, keyring: KeyRing, other_keyring: KeyRing) -> Baseline:
 
 
 def run_verify(b: Baseline, *, since: bool) -> dict[str, object]:
-    with Journal.open(b.db) as j:
+    with Journal.open(b.db, harness=True) as j:
         return j.verify(since=b.note12 if since else None, verifier=b.keys.verifier)
 
 
@@ -121,13 +121,13 @@ def test_undetectable_cases_are_caught_by_the_auditor_checkpoint(case: TamperCas
 
 def test_verify_without_verifier_refuses_checkpoints(baseline: Baseline) -> None:
     """Checkpoints cannot be skipped silently: without a verifier key verify refuses to run."""
-    with Journal.open(baseline.db) as j, pytest.raises(KeyMaterialError, match="keys init"):
+    with Journal.open(baseline.db, harness=True) as j, pytest.raises(KeyMaterialError, match="keys init"):
         j.verify()
 
 
 def test_since_with_malformed_note_is_unusable_input(baseline: Baseline) -> None:
     """A --since checkpoint that does not parse is bad input (exit 2), not a failed check."""
-    with Journal.open(baseline.db) as j, pytest.raises(MalformedInput):
+    with Journal.open(baseline.db, harness=True) as j, pytest.raises(MalformedInput):
         j.verify(since="garbage", verifier=baseline.keys.verifier)
 
 
@@ -135,7 +135,7 @@ def test_since_signed_by_another_key(baseline: Baseline) -> None:
     """A --since checkpoint from another key fails checkpoint-signature."""
     from ledger.journal.note import Checkpoint, sign_checkpoint
 
-    with Journal.open(baseline.db) as j:
+    with Journal.open(baseline.db, harness=True) as j:
         size, root = j.head()
         note = sign_checkpoint(Checkpoint(baseline.keys.key_name, size, root),
                                baseline.other_keys.signer)
@@ -158,7 +158,7 @@ def test_verify_writes_nothing(baseline: Baseline) -> None:
 @pytest.mark.parametrize("case", PROOF_CASES, ids=[c.name for c in PROOF_CASES])
 def test_proof_case(case: ProofCase, baseline: Baseline) -> None:
     """A truncated, padded or otherwise corrupted proof is rejected by the RFC 6962 verifier."""
-    with Journal.open(baseline.db) as j, pytest.raises(VerificationError) as info:
+    with Journal.open(baseline.db, harness=True) as j, pytest.raises(VerificationError) as info:
         case.attack(j)
     assert info.value.check == case.check, str(info.value)
 
@@ -167,7 +167,7 @@ def test_untouched_proofs_verify(baseline: Baseline) -> None:
     """The proofs the proof cases corrupt do verify when left alone (so each case tests its edit)."""
     from ledger.journal import merkle
 
-    with Journal.open(baseline.db) as j:
+    with Journal.open(baseline.db, harness=True) as j:
         for old in (4, 5):
             p = j.consistency_proof(old, SIZE)
             merkle.verify_consistency(p.old_size, p.new_size, p.old_root, p.new_root, list(p.hashes))
@@ -216,11 +216,11 @@ def test_forger_helpers_rebuild_the_untouched_baseline_exactly(baseline: Baselin
 def test_runs_index_attacks_hide_entries_from_queries_by_run(baseline: Baseline, name: str,
                                                              seen: list[int]) -> None:
     """A deleted or moved runs row makes entries(run=...) miss real entries, which is why verify must catch it."""
-    with Journal.open(baseline.db) as j:
+    with Journal.open(baseline.db, harness=True) as j:
         assert [e.seq for e in j.entries(run="run-a")] == list(range(SIZE))
     case = _case(name)
     case.mutate(baseline)
-    with Journal.open(baseline.db) as j:
+    with Journal.open(baseline.db, harness=True) as j:
         assert [e.seq for e in j.entries(run="run-a")] == seen
         assert [e.seq for e in j.entries() if e.run == "run-a"] == list(range(SIZE))  # the entries are there
     with pytest.raises(VerificationError) as info:
@@ -240,7 +240,7 @@ def test_runs_first_written_as_numeric_text_is_stored_as_an_integer(baseline: Ba
 def test_query_by_run_with_a_text_first_is_a_journal_error(baseline: Baseline) -> None:
     """entries(run=...) over a runs row whose first is TEXT raises a LedgerError, not a TypeError."""
     _case("runs-first-as-text").mutate(baseline)
-    with Journal.open(baseline.db) as j, pytest.raises(LedgerError):
+    with Journal.open(baseline.db, harness=True) as j, pytest.raises(LedgerError):
         list(j.entries(run="run-a"))
 
 
@@ -255,7 +255,7 @@ def test_wide_baseline_verifies(wide: Path) -> None:
     with raw_db(wide) as c:
         per_level = c.execute("SELECT level, count(*) FROM tiles GROUP BY level ORDER BY level").fetchall()
     assert per_level == [(0, 18), (1, 1)]
-    with Journal.open(wide) as j:
+    with Journal.open(wide, harness=True) as j:
         assert j.store.tile_height == 4
         assert j.verify()["size"] == WIDE_SIZE
 
@@ -264,7 +264,7 @@ def test_wide_baseline_verifies(wide: Path) -> None:
 def test_tile_case_at_default_height(case: TileCase, wide: Path) -> None:
     """The tile attacks are caught with the same checks when tiles hold 16 hashes."""
     case.mutate(wide)
-    with Journal.open(wide) as j, pytest.raises(VerificationError) as info:
+    with Journal.open(wide, harness=True) as j, pytest.raises(VerificationError) as info:
         j.verify()
     assert (info.value.check, info.value.seq) == (case.check, case.seq), str(info.value)
 
@@ -285,4 +285,4 @@ def test_invalid_tile_height_in_meta_refuses_to_open(baseline: Baseline, value: 
     with raw_db(baseline.db) as c:
         c.execute("UPDATE meta SET value = ? WHERE key = 'tile_height'", (value,))
     with pytest.raises(JournalFormatError, match="tile_height"):
-        Journal.open(baseline.db)
+        Journal.open(baseline.db, harness=True)

@@ -286,7 +286,7 @@ def check_fetch(j: Journal, mem: merkle.MemoryNodes) -> None:
 @pytest.mark.parametrize("height", [1, 2, 3, 4])
 def test_fetch_nodes_at_every_size(height: int) -> None:
     """Every complete subtree reads back as MemoryNodes computes it, at each size 0..70."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height, harness=True) as j:
         mem = merkle.MemoryNodes()
         assert j.store.fetch_nodes([]) == {}
         check_fetch(j, mem)
@@ -299,7 +299,7 @@ def test_fetch_nodes_at_every_size(height: int) -> None:
 
 def test_fetch_nodes_around_tile_boundaries_at_height_4() -> None:
     """With 16-hash tiles, fetches agree at 15/16/17 and 255/256/257 leaves (level-1 tile at 256)."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=4) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=4, harness=True) as j:
         mem = merkle.MemoryNodes()
         for target in (15, 16, 17, 255, 256, 257):
             batch = j.append_many([("k", {"i": n}, None, None) for n in range(j.size, target)])
@@ -313,7 +313,7 @@ def test_fetch_nodes_around_tile_boundaries_at_height_4() -> None:
 def test_fetch_nodes_reads_full_tiles_not_entries(tmp_path: Path) -> None:
     """A node inside a full tile is read from the tile (O(1)), not rehashed from the entries."""
     path = tmp_path / "journal.db"
-    with Journal.open(path, create=True, clock=counter_clock(), tile_height=2) as j:
+    with Journal.open(path, create=True, clock=counter_clock(), tile_height=2, harness=True) as j:
         for i in range(6):
             j.append("k", {"i": i})
         honest = j.store.fetch_nodes([(0, 1), (1, 0), (2, 0), (0, 5), (1, 2)])
@@ -331,7 +331,7 @@ def test_fetch_nodes_reads_full_tiles_not_entries(tmp_path: Path) -> None:
 
 def test_fetch_nodes_huge_index_is_key_error() -> None:
     """A key whose index does not fit SQLite's integer is simply not in the tree (KeyError)."""
-    with Journal.open(":memory:", tile_height=2) as j:
+    with Journal.open(":memory:", tile_height=2, harness=True) as j:
         j.append("k", {})
         with pytest.raises(KeyError):
             j.store.fetch_nodes([(0, 2**63)])
@@ -339,7 +339,7 @@ def test_fetch_nodes_huge_index_is_key_error() -> None:
 
 def test_proofs_at_height_2_for_all_pairs() -> None:
     """At every size up to 40, every inclusion and consistency proof equals the reference one."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=2) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=2, harness=True) as j:
         mem = merkle.MemoryNodes()
         for size in range(1, 41):
             mem.append([j.append("k", {"n": size}).leaf_hash])
@@ -370,8 +370,8 @@ def test_stale_writer_rebuilds_its_edge(tmp_path: Path, height: int,
                                         turns: list[tuple[str, int]]) -> None:
     """A writer whose cached edge is stale still writes the right tiles and heads."""
     path = tmp_path / "journal.db"
-    a = Journal.open(path, create=True, clock=counter_clock(), tile_height=height)
-    b = Journal.open(path, clock=counter_clock(2_000_000_000_000_000_000), tile_height=height)
+    a = Journal.open(path, create=True, clock=counter_clock(), tile_height=height, harness=True)
+    b = Journal.open(path, clock=counter_clock(2_000_000_000_000_000_000), tile_height=height, harness=True)
     try:
         sizes = []
         stale = 0
@@ -400,7 +400,7 @@ def test_stale_writer_rebuilds_its_edge(tmp_path: Path, height: int,
 
 def test_writer_recovers_after_a_failed_append() -> None:
     """An append that fails mid-transaction leaves the next append's tiles and root correct."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=1) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=1, harness=True) as j:
         j.append_many([("k", {"i": i}, None, None) for i in range(3)])
         with pytest.raises(CodecError):
             j.append_many([("k", {}, None, None), ("k", {"x": float("nan")}, None, None)])
@@ -489,7 +489,7 @@ def test_filtered_entries_equal_brute_force(items: list[tuple[str, str | None, s
                                             data: st.DataObject) -> None:
     """entries(run, task, kind, start, stop) returns exactly what a filter over all entries does."""
     batches = list(split(items, cuts))
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height, harness=True) as j:
         for batch in batches:
             j.append_many([(kind, {"n": i}, run, task) for i, (kind, run, task) in enumerate(batch)])
         assert j.store.span_rows() == expected_spans(batches)
@@ -518,7 +518,7 @@ def test_filtered_entries_equal_brute_force(items: list[tuple[str, str | None, s
 @pytest.mark.parametrize("height, size", [(2, 0), (2, 1), (2, 4), (2, 10), (1, 9), (4, 16), (4, 37)])
 def test_find_leaf_in_tiles_and_tail(height: int, size: int) -> None:
     """find_leaf finds every entry, in full tiles and in the partial tail; unknown hashes are None."""
-    with Journal.open(":memory:", clock=counter_clock(), tile_height=height) as j:
+    with Journal.open(":memory:", clock=counter_clock(), tile_height=height, harness=True) as j:
         entries = j.append_many([("k", {"i": i}, None, None) for i in range(size)])
         for e in entries:
             assert j.find_leaf(e.leaf_hash) == e.seq
@@ -556,39 +556,39 @@ def test_version_1_journal_is_refused(tmp_path: Path) -> None:
     assert FORMAT_VERSION == "2"
     for kw in ({}, {"readonly": True}, {"create": True}):
         with pytest.raises(JournalFormatError, match=r"version '1' is not supported.*version 2"):
-            Journal.open(path, **kw)  # type: ignore[arg-type]
+            Journal.open(path, **kw, harness=True)  # type: ignore[arg-type]
     assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("value", ["0", "x", "9", "", "-1", "2.0"])
 def test_bad_meta_tile_height_is_refused(db_path: Path, value: str) -> None:
     """A journal whose meta tile_height is not an integer in 1..8 is refused, naming the value."""
-    with Journal.open(db_path, create=True, tile_height=2) as j:
+    with Journal.open(db_path, create=True, tile_height=2, harness=True) as j:
         j.append("a", {})
     with raw_db(db_path) as c:
         c.execute("UPDATE meta SET value = ? WHERE key = 'tile_height'", (value,))
     for kw in ({}, {"readonly": True}):
         with pytest.raises(JournalFormatError, match=f"bad tile_height {value!r}"):
-            Journal.open(db_path, **kw)  # type: ignore[arg-type]
+            Journal.open(db_path, **kw, harness=True)  # type: ignore[arg-type]
 
 
 def test_missing_meta_tile_height_is_refused(db_path: Path) -> None:
     """A journal with no tile_height in meta is refused rather than guessed."""
-    with Journal.open(db_path, create=True):
+    with Journal.open(db_path, create=True, harness=True):
         pass
     with raw_db(db_path) as c:
         c.execute("DELETE FROM meta WHERE key = 'tile_height'")
     with pytest.raises(JournalFormatError, match="tile_height"):
-        Journal.open(db_path)
+        Journal.open(db_path, harness=True)
 
 
 def test_tile_height_is_fixed_at_creation(db_path: Path) -> None:
     """The height chosen at creation is stored and kept; a later open cannot change it."""
-    with Journal.open(db_path, create=True, tile_height=2) as j:
+    with Journal.open(db_path, create=True, tile_height=2, harness=True) as j:
         j.append_many([("k", {"i": i}, None, None) for i in range(5)])
     with raw_db(db_path) as c:
         assert c.execute("SELECT value FROM meta WHERE key = 'tile_height'").fetchone() == ("2",)
-    with Journal.open(db_path, tile_height=3) as j:
+    with Journal.open(db_path, tile_height=3, harness=True) as j:
         assert j.store.tile_height == 2
         j.append_many([("k", {"i": i}, None, None) for i in range(5, 16)])
         leaves = [e.leaf_hash for e in j.entries()]
@@ -601,13 +601,13 @@ def test_bad_tile_height_creates_nothing(tmp_path: Path, height: Any) -> None:
     """Creating a journal with an unusable tile height is UsageError and leaves no file."""
     path = tmp_path / "sub" / "journal.db"
     with pytest.raises(UsageError, match="tile height"):
-        Journal.open(path, create=True, tile_height=height)
+        Journal.open(path, create=True, tile_height=height, harness=True)
     assert not path.parent.exists()
 
 
 def test_partial_tile_row_is_node_extra(db_path: Path) -> None:
     """A hand-inserted partial tile at the right edge (triggers allow it) is node-extra in verify."""
-    with Journal.open(db_path, create=True, tile_height=2) as j:
+    with Journal.open(db_path, create=True, tile_height=2, harness=True) as j:
         j.append_many([("k", {"i": i}, None, None) for i in range(6)])
         edge = j.store.fetch_nodes([(0, 4), (0, 5)])
     with raw_db(db_path) as c:

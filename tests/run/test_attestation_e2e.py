@@ -385,7 +385,7 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 
 def _append(home: Path, run: Run, data: dict[str, Any], task: str = "fix-sub") -> None:
-    with Journal.open(home / "journal.db") as j:  # what someone with write access could do
+    with Journal.open(home / "journal.db", harness=True) as j:  # what someone with write access could do
         j.append("attestation", data, run=run.summary["run"], task=task)
 
 
@@ -448,7 +448,7 @@ def test_trimmed_range_signed_with_the_real_key_fails(tmp_path: Path, oracle_run
     shutil.copytree(oracle_run.home, home)
     keys = load_keys(home / "keys")
     attempt = oracle_run.atts["oracle"]["attempt"]
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         mine = Attestor(j, keys).entries(oracle_run.summary["run"], attempt, "fix-sub")
         first_call = next(e.seq for e in mine if e.kind == "tool.call")
         trimmed = [e for e in mine if e.seq < first_call]

@@ -127,12 +127,12 @@ def _wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
 
 
 def _entries(home: Path, run: str | None = None) -> list[Any]:
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         return list(j.entries(run=run))
 
 
 def _verify(home: Path) -> None:
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         j.verify(verifier=load_keys(home / "keys").verifier)
 
 

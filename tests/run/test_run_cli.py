@@ -38,12 +38,12 @@ def run_json(home: Path, *args: str) -> dict[str, Any]:
 
 
 def entries(home: Path, run: str | None = None) -> list[Any]:
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         return list(j.entries(run=run))
 
 
 def verify(home: Path) -> None:
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         j.verify(verifier=load_keys(home / "keys").verifier)
 
 
@@ -365,7 +365,7 @@ def test_strace_records_reads_outside_the_worktree(home: Path, tmp_path: Path) -
     assert reads and reads[0].data["in_worktree"] is False and reads[0].data["source"] == "strace"
     check_vocabulary(items)
     # the trace arrives as one burst after the agent exits: appended in a few commits, not one each
-    with Journal.open(home / "journal.db") as j:
+    with Journal.open(home / "journal.db", harness=True) as j:
         heads = len(j.store.all_heads())
     assert len(items) > 50 and heads < len(items) / 4, (heads, len(items))
 

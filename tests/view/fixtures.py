@@ -37,7 +37,7 @@ def build(run: str = RUN, *, tasks: int = 3, repeats: int = 2,
 
 def write(home: Path, b: RunBuilder) -> Path:
     """Append the builder's entries (and the recorded view) to ``home``/journal.db."""
-    with Journal.open(home / "journal.db", create=True) as j:
+    with Journal.open(home / "journal.db", create=True, harness=True) as j:
         j.append_many([(e.kind, e.data, e.run, e.task) for e in b.entries])
         j.append("view.recorded", recorded_view_data(j.entries(run=b.run), b.run), run=b.run)
     return home
