@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError
 from ledger.journal.journal import Journal
-from ledger.journal.keys import init_keys, load_keys, load_verifier, new_key_name
-from ledger.journal.note import Verifier
+
+if TYPE_CHECKING:  # keys and notes load cryptography: imported by the commands that sign or check
+    from ledger.journal.note import Verifier
 
 
 def open_journal(ctx: Ctx, *, create: bool = False, readonly: bool = False) -> Journal:
@@ -21,6 +22,9 @@ def open_journal(ctx: Ctx, *, create: bool = False, readonly: bool = False) -> J
 
 def resolve_verifier(ctx: Ctx, vkey: str | None) -> Verifier | None:
     """The verifier key from --vkey (a key string or a file holding one), else the ledger's own."""
+    from ledger.journal.keys import load_verifier
+    from ledger.journal.note import Verifier
+
     if vkey:
         p = Path(vkey)
         text = p.read_text(encoding="utf-8").strip() if p.is_file() else vkey
@@ -104,6 +108,8 @@ def log(ctx: Ctx, run_id: str | None, task_id: str | None, kind: str | None, raw
 @pass_ctx
 def checkpoint(ctx: Ctx, as_json: bool) -> None:
     """Print the signed checkpoint of the current tree head (signing a new one if it grew)."""
+    from ledger.journal.keys import load_keys
+
     keys = load_keys(ctx.home.keys_dir)
     with open_journal(ctx) as j:
         note = j.checkpoint(keys)
@@ -126,6 +132,8 @@ def keys() -> None:
 @pass_ctx
 def keys_init(ctx: Ctx, name: str | None, force: bool, as_json: bool) -> None:
     """Create the master secret and signing key under <ledger>/keys (mode 0600)."""
+    from ledger.journal.keys import init_keys, new_key_name
+
     ring = init_keys(ctx.home.keys_dir, name=name or new_key_name(), force=force)
     if as_json:
         emit_json({"keys_dir": str(ctx.home.keys_dir), "name": ring.key_name, "vkey": ring.verifier.vkey})
@@ -144,6 +152,7 @@ def keys_init(ctx: Ctx, name: str | None, force: bool, as_json: bool) -> None:
 def keys_show(ctx: Ctx, public: bool, fmt: str, as_json: bool) -> None:
     """Show the key name and verifier key (never a secret)."""
     from attest.dsse import public_key_pem, public_key_sslib
+    from ledger.journal.keys import load_verifier
 
     verifier = load_verifier(ctx.home.keys_dir)
     if fmt != "vkey" and not public:
@@ -287,6 +296,7 @@ def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: st
     With --format inspect, write the run as an Inspect AI log instead (one sample per attempt).
     """
     from ledger.journal.bundle import export_bundle
+    from ledger.journal.keys import load_keys
 
     if fmt == "inspect":
         from ledger.view.write import write_inspect

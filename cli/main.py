@@ -5,19 +5,21 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
+import ledger
 from ledger.errors import LedgerError
 from ledger.home import LedgerHome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Each module defines ``register(group: click.Group) -> None``.
+# Each module defines ``register(group: click.Group) -> None``. Modules are imported only when
+# one of their commands runs (or for ``--help``), so ``ledger --version``, ``ledger log`` and the
+# other journal commands never import the run, the bench, the tasks or Ray.
 COMMAND_MODULES: list[str] = [
     "cli.journal_cmds",
     "cli.report_cmds",
@@ -28,6 +30,21 @@ COMMAND_MODULES: list[str] = [
     "cli.attest_cmds",
     "cli.view_cmds",
 ]
+
+
+# Which module registers each command (``ledger NAME`` imports just that one). A command missing
+# here still works: an unknown name loads every module of COMMAND_MODULES before giving up.
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("append", "log", "checkpoint", "keys", "proof", "verify", "export"),
+                    "cli.journal_cmds"),
+    **dict.fromkeys(("report", "failures", "compare", "replay"), "cli.report_cmds"),
+    **dict.fromkeys(("run", "runs"), "cli.run_cmds"),
+    "costs": "cli.costs_cmds",
+    "tasks": "cli.tasks_cmds",
+    "bench": "cli.bench_cmds",
+    "attest": "cli.attest_cmds",
+    "view": "cli.view_cmds",
+}
 
 
 @dataclass
@@ -51,7 +68,35 @@ def emit_json(value: Any) -> None:
 
 
 class LedgerGroup(click.Group):
-    """A group that turns LedgerError into one line on stderr and the error's exit code."""
+    """A group that turns LedgerError into one line on stderr and the error's exit code, and
+    imports a command's module only when that command is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+
+    def _load(self, module: str) -> None:
+        if module not in self._loaded:
+            self._loaded.add(module)
+            importlib.import_module(module).register(self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self._load(COMMANDS[cmd_name])
+        if cmd_name not in self.commands:
+            for module in COMMAND_MODULES:
+                self._load(module)
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module in COMMAND_MODULES:
+            self._load(module)
+        return sorted(self.commands)
+
+    def all_commands(self) -> dict[str, click.Command]:
+        """Every command, each module loaded (for help and documentation checks)."""
+        self.list_commands(click.Context(self))
+        return dict(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -59,6 +104,8 @@ class LedgerGroup(click.Group):
         except LedgerError as exc:
             debug = bool(ctx.params.get("debug"))
             if debug:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
@@ -71,15 +118,11 @@ class LedgerGroup(click.Group):
 @click.option("--ledger", "ledger_path", metavar="PATH", envvar="LEDGER_HOME",
               help="Ledger directory (default ./.ledger; also LEDGER_HOME).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-@click.version_option(package_name="eval-ledger", prog_name="ledger")
+@click.version_option(version=ledger.__version__, prog_name="ledger")
 @click.pass_context
 def cli(ctx: click.Context, ledger_path: str | None, debug: bool) -> None:
     """eval-ledger: run coding agents on golden tasks; every event in a verifiable journal."""
     ctx.obj = Ctx(home=LedgerHome.resolve(ledger_path), debug=debug)
-
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(cli)
 
 
 def main() -> None:

@@ -226,6 +226,6 @@ def test_every_command_has_help_and_is_documented() -> None:
     """Every command has help text and appears in the README or docs."""
     docs = Path(__file__).resolve().parents[2]
     text = (docs / "README.md").read_text() + "".join(p.read_text() for p in (docs / "docs").glob("*.md"))
-    for name, cmd in cli.commands.items():
+    for name, cmd in cli.all_commands().items():
         assert cmd.help, name
         assert f"ledger {name}" in text, f"`ledger {name}` is not documented"

@@ -232,7 +232,7 @@ def test_every_command_has_help() -> None:
     for name in ("replay", "report", "failures", "compare"):
         res = CliRunner().invoke(cli, [name, "--help"])
         assert res.exit_code == 0 and len(res.output.splitlines()) > 3
-        assert cli.commands[name].help
+        assert cli.all_commands()[name].help
 
 
 def test_replay_checks_checkpoints_with_the_verifier_key(two_runs: Path, tmp_path: Path) -> None:
