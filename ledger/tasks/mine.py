@@ -139,14 +139,40 @@ def is_test_module(path: str) -> bool:
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
-def candidates(opts: MineOptions) -> list[str]:
-    """The commits to examine, newest first (explicit ones in the order given)."""
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    parents: tuple[str, ...]
+    subject: str
+    changed: tuple[str, ...]  # paths changed against the first parent (no renames)
+
+
+_LOG_FORMAT = "%x00%H %P%x01%s"
+
+
+def _parse_log(text: str) -> list[CommitInfo]:
+    out: list[CommitInfo] = []
+    for block in text.split("\0")[1:]:
+        head, _, rest = block.partition("\x01")
+        subject, _, files = rest.partition("\n")
+        ids = head.split()
+        out.append(CommitInfo(ids[0], tuple(ids[1:]), subject.strip(),
+                              tuple(f for f in files.splitlines() if f.strip())))
+    return out
+
+
+def candidates(opts: MineOptions) -> list[CommitInfo]:
+    """The commits to examine with what classifies them, newest first (explicit ones in the
+    order given), read with one ``git log`` (the fast path: most commits need nothing more)."""
+    common = ["-c", "core.quotePath=false", "log", f"--format={_LOG_FORMAT}", "--name-only", "--no-renames"]
     if opts.commits:
-        return [git(opts.repo, "rev-parse", "--verify", f"{c}^{{commit}}").strip() for c in opts.commits]
-    args = ["rev-list", "--no-merges", "--first-parent"]
+        ids = [git(opts.repo, "rev-parse", "--verify", f"{c}^{{commit}}").strip() for c in opts.commits]
+        # Merges list no files here; they are rejected by their parents anyway.
+        return _parse_log(git(opts.repo, *common, "--no-walk=unsorted", *ids))
+    args = [*common, "--no-merges", "--first-parent"]
     if opts.since:
         args.append(f"--since={opts.since}")
-    return git(opts.repo, *args, "HEAD").split()
+    return _parse_log(git(opts.repo, *args, "HEAD"))
 
 
 def _tree_problems(repo: Path, commit: str) -> str | None:
@@ -225,22 +251,19 @@ def _write_task(opts: MineOptions, folder: Path, *, commit: str, parent: str, su
     (folder / "task.md").write_text(f"---\n{head}---\n\n{statement.strip()}\n", encoding="utf-8")
 
 
-def examine(opts: MineOptions, commit: str, clock: _Clock, scratch: Path) -> Mined:
+def examine(opts: MineOptions, info: CommitInfo, clock: _Clock, scratch: Path) -> Mined:
     """Decide one commit; on acceptance the task folder is written under ``opts.out/opts.tier``."""
-    repo = opts.repo
-    subject, message = _message(repo, commit)
-    parents = git(repo, "rev-list", "--parents", "-n", "1", commit).split()[1:]
+    repo, commit, subject = opts.repo, info.commit, info.subject
 
     def reject(reason: str) -> Mined:
         return Mined(commit, subject, False, reason)
 
-    if not parents:
+    if not info.parents:
         return reject("root commit: no parent to start from")
-    if len(parents) > 1:
+    if len(info.parents) > 1:
         return reject("merge commit")
-    parent = parents[0]
-    changed = [p for p in git(repo, "diff-tree", "-r", "--no-commit-id", "--no-renames", "--name-only",
-                              "-z", parent, commit).split("\0") if p]
+    parent = info.parents[0]
+    changed = list(info.changed)
     tests = [p for p in changed if is_test_path(p)]
     source = [p for p in changed if not is_test_path(p)]
     if not tests:
@@ -254,6 +277,7 @@ def examine(opts: MineOptions, commit: str, clock: _Clock, scratch: Path) -> Min
     problem = _tree_problems(repo, parent)
     if problem:
         return reject(problem)
+    subject, message = _message(repo, commit)
 
     test_patch = git(repo, "diff", "--binary", "--full-index", "--no-renames", parent, commit, "--", *tests,
                      binary=True)
@@ -342,14 +366,14 @@ def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
     clock = _Clock()
     commits = candidates(opts)
     with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp:
-        for n, commit in enumerate(commits, 1):
+        for n, info in enumerate(commits, 1):
             if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
                 break
-            result = examine(opts, commit, clock, Path(tmp))
+            result = examine(opts, info, clock, Path(tmp))
             report.results.append(result)
             if progress is not None:
                 verdict = "accepted" if result.accepted else "rejected"
-                progress(f"[{n}/{len(commits)}] {commit[:12]} {verdict}: {result.reason}")
+                progress(f"[{n}/{len(commits)}] {info.commit[:12]} {verdict}: {result.reason}")
     report.seconds = time.monotonic() - started
     report.test_seconds = clock.test_s
     return report

@@ -374,6 +374,12 @@ def _validate_in(task: Task, base: Path) -> list[Check]:
     # 5 = no tests collected and 3/4 = pytest broke, which prove nothing.
     if task.grading is not None:
         fails = not passed_before and hidden_before.exit_code is not None
+    elif task.graded_by_ids:
+        # A FAIL_TO_PASS module that cannot be collected yet (it imports what the fix adds) makes
+        # pytest exit 4 when given node ids: still a failure, as long as an id did not pass.
+        report = apply.parse_pytest_report(hidden_before.output)
+        fails = hidden_before.exit_code not in (0, None) and any(
+            report.get(t) != "passed" for t in task.fail_to_pass)
     elif tuple(task.hidden_test_command[:3]) == ("python", "-m", "pytest"):
         fails = hidden_before.exit_code in (1, 2)
     else:
