@@ -156,6 +156,8 @@ class RunReport:
     pairs: tuple[dict[str, Any], ...]
     bench: dict[str, Any] | None = None
     harness_version: str | None = None
+    tiers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    agent_repeats: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def content_digest(leaf_hashes: Iterable[bytes]) -> str:
@@ -280,7 +282,8 @@ def _on_entry(a: AttemptDetail, e: Entry) -> None:
             a.transcript.append(TranscriptItem(e.seq, kind, "tool", _text(d.get("tool")) or None,
                                                _clip(_text(d.get("output"))), bool(d.get("is_error"))))
         elif kind == "agent.output":
-            a.transcript.append(TranscriptItem(e.seq, kind, "output", _text(d.get("stream")) or None,
+            role = "assistant" if d.get("role") == "assistant" else "output"
+            a.transcript.append(TranscriptItem(e.seq, kind, role, _text(d.get("stream")) or None,
                                                _clip(_text(d.get("text")))))
         elif kind == "model.request":
             a.transcript.append(TranscriptItem(e.seq, kind, "user", None, _clip(_model_text(d))))
@@ -358,25 +361,49 @@ def _pairs(views: Mapping[str, Any], seed: int) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def attempt_scores(entries: Iterable[Entry], run_id: str) -> tuple[dict[str, Any], dict[str, float]]:
-    """The run's views and the golden score of each scored attempt on its own, in one fold."""
+@dataclass(frozen=True)
+class ReportFold:
+    """What one fold of the run gives the report beside the golden views."""
+
+    views: dict[str, Any]
+    scores: dict[str, float]  # attempt -> its golden score alone
+    tiers: dict[str, dict[str, Any]]  # tier -> {attempts, score, components}
+    agent_repeats: dict[str, dict[str, Any]]  # agent -> {count, mean, stderr, pass_at_k}
+
+
+def fold_report(entries: Iterable[Entry], run_id: str) -> ReportFold:
+    """The run's views, each attempt's golden score, score and components per tier, and the
+    spread across repeats per agent (mean, standard error, pass@k), in one fold."""
     from evaluators import score as sc
     from evaluators.facts import facts_of
     from evaluators.fold import fold_all, new_state
-    from evaluators.views import ROUND_DIGITS, view
+    from evaluators.views import ROUND_DIGITS, _repeats, normalize, view
 
     state = fold_all(entries, new_state(run_id))
     scored, _ = facts_of(state)
-    return view(state), {f.attempt: round(sc.golden(sc.components([f])), ROUND_DIGITS)
-                         for f in scored}
+    by_tier: dict[str, list[Any]] = {}
+    by_agent: dict[str, list[Any]] = {}
+    for f in scored:
+        by_tier.setdefault(f.tier or "unknown", []).append(f)
+        by_agent.setdefault(f.agent or "unknown", []).append(f)
+    tiers = {}
+    for tier, fs in by_tier.items():
+        comps = sc.components(fs)
+        tiers[tier] = {"attempts": len(fs), "score": sc.golden(comps), "components": comps}
+    agents = {agent: _repeats(fs) for agent, fs in by_agent.items()}
+    return ReportFold(
+        views=view(state),
+        scores={f.attempt: round(sc.golden(sc.components([f])), ROUND_DIGITS) for f in scored},
+        tiers=normalize(tiers), agent_repeats=normalize(agents))
 
 
 def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
             checkpoint: Mapping[str, Any] | None = None, bench: Mapping[str, Any] | None = None,
-            seed: int = 0, scores: Mapping[str, float] | None = None) -> RunReport:
+            seed: int = 0, folded: ReportFold | None = None) -> RunReport:
     """The model of one run (its entries, in seq order; entries of other runs are skipped).
 
-    ``scores``: the golden score of each attempt alone (``attempt_scores``), kept on its detail.
+    ``folded`` (``fold_report`` of the same entries) adds each attempt's golden score, the
+    per-tier scores and the per-agent spread across repeats.
     """
     attempts: dict[str, AttemptDetail] = {}
     leaves: list[bytes] = []
@@ -411,7 +438,7 @@ def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
                     last.task = last.task or task
                 attempts[attempt_id] = last
         _on_entry(last, e)
-    for attempt_id, value in (scores or {}).items():
+    for attempt_id, value in (folded.scores if folded else {}).items():
         if attempt_id in attempts:
             attempts[attempt_id].golden = value
     return RunReport(
@@ -419,7 +446,9 @@ def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
         entry_count=count, first_ts=first_ts, last_ts=last_ts, last_seq=last_seq,
         checkpoint=dict(checkpoint) if checkpoint is not None else None, task_hashes=task_hashes,
         frontier=_frontier(views.get("per_agent", {})), pairs=_pairs(views, seed),
-        bench=dict(bench) if bench is not None else None, harness_version=harness)
+        bench=dict(bench) if bench is not None else None, harness_version=harness,
+        tiers=dict(folded.tiers) if folded else {},
+        agent_repeats=dict(folded.agent_repeats) if folded else {})
 
 
 def explore_attempt_patch(diff_entries: Iterable[Entry]) -> AttemptDetail:

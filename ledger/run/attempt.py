@@ -552,6 +552,14 @@ def agent_endpoints(agent: Any) -> tuple[str, ...]:
     return tuple(endpoints()) if callable(endpoints) else ()
 
 
+def _streamed(event: tuple[str, Mapping[str, Any]]) -> tuple[str, Mapping[str, Any]]:
+    """A streamed event; text the agent's transcript stream gave is a model turn (role assistant)."""
+    kind, data = event
+    if kind == "agent.output":
+        return kind, {**data, "role": "assistant"}
+    return kind, data
+
+
 def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
     """The prompt as given to the agent (public task text; redacted and bounded like any text)."""
     text, truncated, total = bound_text(redact(prompt), TEXT_LIMIT)
@@ -594,7 +602,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     })
     outcome = run_agent_process(
         invocation, ctx, trace=mode, capture_filter=redact,
-        on_event=lambda ev: out.entry(ev[0], ev[1]),
+        on_event=lambda ev: out.entry(*_streamed(ev)),
     )
     for kind, data in output_events(outcome):
         out.entry(kind, data)

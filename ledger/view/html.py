@@ -114,7 +114,7 @@ def _frontier_svg(report: RunReport) -> str:
     frontier = sorted((p for p in pts if p.on_frontier), key=lambda p: p.cost_usd)
 
     def xy(cost: float, score: float) -> tuple[float, float]:
-        return (pad + cost / max_cost * (width - pad - 30),
+        return (pad + cost / max_cost * (width - pad - 90),
                 height - pad - score * (height - pad - 20))
 
     if len(frontier) > 1:
@@ -141,35 +141,52 @@ def _components_table(v: dict[str, Any], prefix: str) -> str:
     return f"<table><tr><th>component</th><th class=n>value</th></tr>{rows}</table>"
 
 
-def _tier_table(v: dict[str, Any], prefix: str) -> str:
-    tiers = sorted(v["per_tier"].items(),
+def _tier_table(v: dict[str, Any], prefix: str, tiers: dict[str, Any]) -> str:
+    order = sorted(v["per_tier"].items(),
                    key=lambda kv: (TIERS.index(kv[0]) if kv[0] in TIERS else len(TIERS), kv[0]))
-    rows = "".join(
-        f"<tr><td>{_e(t)}</td>{_cell(r['passed'], f'{prefix}per_tier.{t}.passed')}"
-        f"{_cell(r['attempts'], f'{prefix}per_tier.{t}.attempts')}"
-        f"{_cell(r['pass_rate'], f'{prefix}per_tier.{t}.pass_rate')}</tr>"
-        for t, r in tiers if r["attempts"])
+    rows = []
+    for t, r in order:
+        if not r["attempts"]:
+            continue
+        extra = tiers.get(t) or {}
+        comps = extra.get("components") or {}
+        rows.append(
+            f"<tr><td>{_e(t)}</td>{_cell(r['passed'], f'{prefix}per_tier.{t}.passed')}"
+            f"{_cell(r['attempts'], f'{prefix}per_tier.{t}.attempts')}"
+            f"{_cell(r['pass_rate'], f'{prefix}per_tier.{t}.pass_rate')}{_cell(extra.get('score'))}"
+            + "".join(_cell(comps.get(k)) for k in COMPONENTS) + "</tr>")
     if not rows:
         return '<p class="meta">no scored attempts</p>'
     return ("<table><tr><th>tier</th><th class=n>passed</th><th class=n>attempts</th>"
-            f"<th class=n>pass rate</th></tr>{rows}</table>")
+            "<th class=n>pass rate</th><th class=n>score</th>"
+            + "".join(f"<th class=n>{_e(k.replace('_', ' '))}</th>" for k in COMPONENTS)
+            + f"</tr>{''.join(rows)}</table>")
 
 
-def _agent_table(v: dict[str, Any], prefix: str) -> str:
+def _agent_table(v: dict[str, Any], prefix: str, spread: dict[str, Any]) -> str:
+    ks = sorted({int(p["k"]) for s in spread.values() if s.get("count", 0) > 1
+                 for p in s.get("pass_at_k", [])})
     rows = []
     for agent, r in sorted(v["per_agent"].items()):
         p = f"{prefix}per_agent.{agent}."
+        rep = spread.get(agent) or {}
+        by_k = {int(x["k"]): x["value"] for x in rep.get("pass_at_k", [])}
+        repeat_cells = ("".join([_cell(rep.get("mean")), _cell(rep.get("stderr"))]
+                                + [_cell(by_k.get(k)) for k in ks]) if ks else "")
         rows.append(
             f"<tr><td>{_e(agent)}</td>{_cell(r['score'], p + 'score')}"
             f"{_cell(r['passed'], p + 'passed')}{_cell(r['attempts'], p + 'attempts')}"
             f"{_cell(r['pass_rate'], p + 'pass_rate')}"
             + "".join(_cell(r["components"][k], p + f"components.{k}") for k in COMPONENTS)
             + f"{_cell(r['cost_total'], p + 'cost_total')}{_cell(r['wall_s_total'], p + 'wall_s_total', 1)}"
-            "</tr>")
+            + repeat_cells + "</tr>")
     head = ("<tr><th>agent</th><th class=n>score</th><th class=n>passed</th><th class=n>attempts"
             "</th><th class=n>pass rate</th>"
             + "".join(f"<th class=n>{_e(k.replace('_', ' '))}</th>" for k in COMPONENTS)
-            + "<th class=n>cost usd</th><th class=n>wall s</th></tr>")
+            + "<th class=n>cost usd</th><th class=n>wall s</th>"
+            + ("<th class=n>repeat mean</th><th class=n>stderr</th>"
+               + "".join(f"<th class=n>pass@{k}</th>" for k in ks) if ks else "")
+            + "</tr>")
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -303,9 +320,9 @@ content digest <code data-testid="content-digest">{_e(report.content_digest)}</c
 <span data-k="{prefix}cost_total" data-v="{_e(json.dumps(v['cost_total']))}">{_num(v['cost_total'])}</span> USD
 ({v['cost_unknown']} without a cost); attestations: {_e(att_counts)}</div></div>
 <div class=card><h3>Components</h3>{_components_table(v, prefix)}</div>
-<div class=card><h3>Per tier</h3>{_tier_table(v, prefix)}</div>
 </div>
-<h3>Per agent</h3>{_agent_table(v, prefix)}
+<h3>Per tier</h3>{_tier_table(v, prefix, report.tiers)}
+<h3>Per agent</h3>{_agent_table(v, prefix, report.agent_repeats)}
 <div class=cards><div class=card>{_bars_svg(v['per_agent'], v)}</div>
 <div class=card><h3>Score against cost</h3>{_frontier_svg(report)}</div></div>
 {_repeats(v, prefix)}

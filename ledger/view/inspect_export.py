@@ -85,7 +85,7 @@ def _messages_and_events(d: AttemptDetail) -> tuple[list[dict[str, Any]], list[d
                 result_of["result"] = item.text
                 if item.is_error:
                     result_of["error"] = {"type": "unknown", "message": item.text[:500]}
-        elif item.kind in ("model.response", "agent.message"):
+        elif item.kind in ("model.response", "agent.message") or item.role == "assistant":
             messages.append({"id": _uuid(d.attempt, item.seq), "role": "assistant",
                              "content": item.text, "source": "generate"})
         elif item.kind == "model.request":

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluators.compare import BOOTSTRAP_SEED
-from evaluators.explore import RunReport, attempt_scores, explore
+from evaluators.explore import RunReport, explore, fold_report
 from ledger.journal.journal import Journal
 
 
@@ -35,11 +35,11 @@ def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTR
     """The report model of one run (RUN defaults to the latest; a unique prefix is accepted)."""
     run_id = journal.resolve_run(run_prefix)
     entries = list(journal.entries(run=run_id))
-    views, scores = attempt_scores(entries, run_id)
+    folded = fold_report(entries, run_id)
     last_seq = entries[-1].seq if entries else None
-    return explore(entries, run_id, views=views,
+    return explore(entries, run_id, views=folded.views,
                    checkpoint=covering_checkpoint(journal, last_seq),
-                   bench=_bench_view(entries), seed=seed, scores=scores)
+                   bench=_bench_view(entries), seed=seed, folded=folded)
 
 
 def load_reports(journal: Journal, run_prefixes: Sequence[str], *, seed: int = BOOTSTRAP_SEED

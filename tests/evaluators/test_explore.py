@@ -86,3 +86,19 @@ def test_run_pairs_and_frontier() -> None:
     assert len(r.pairs) == 1 and r.pairs[0]["a"] == "alpha" and r.pairs[0]["b"] == "beta"
     assert r.pairs[0]["tasks"] == 3
     assert {p.agent: p.on_frontier for p in r.frontier} == {"alpha": True, "beta": True}
+
+
+def test_fold_report_scores_tiers_and_spread_per_agent() -> None:
+    """One fold gives each attempt's golden score, score per tier and per-agent mean/stderr/pass@k."""
+    from evaluators.explore import fold_report
+
+    entries = _entries(build())
+    f = fold_report(entries, RUN)
+    assert f.views == compute_views(entries, RUN)
+    assert len(f.scores) == 12 and all(0.0 <= v <= 1.0 for v in f.scores.values())
+    assert f.scores[f"{RUN}/t1/beta/1/1"] == 0.0  # failed, and DIRTY
+    assert set(f.tiers) == {"smoke"} and f.tiers["smoke"]["attempts"] == 12
+    alpha, beta = f.agent_repeats["alpha"], f.agent_repeats["beta"]
+    assert alpha["count"] == 2 and [p["k"] for p in alpha["pass_at_k"]] == [1, 2]
+    assert alpha["pass_at_k"][0]["value"] == 1.0
+    assert beta["pass_at_k"][0]["value"] == 0.333333  # views round to 6 digits

@@ -257,3 +257,12 @@ def test_agent_that_destroys_its_worktree_is_still_recorded(tasks: dict[str, Tas
     assert {(f["path"], f["status"]) for f in diff["files"]} == {("ops.py", "deleted"), ("check_public.py", "deleted")}
     assert _one(events, "test.result", suite="hidden")["passed"] is False
     assert _one(events, "test.result", suite="regression")["passed"] is False
+
+
+def test_streamed_agent_text_is_a_model_turn() -> None:
+    """Text the agent's transcript stream gives is journaled with role assistant; other events are untouched."""
+    from ledger.run.attempt import _streamed
+
+    assert _streamed(("agent.output", {"stream": "stdout", "text": "I will fix it."})) == (
+        "agent.output", {"stream": "stdout", "text": "I will fix it.", "role": "assistant"})
+    assert _streamed(("fs.read", {"path": "a"})) == ("fs.read", {"path": "a"})
