@@ -142,3 +142,28 @@ def test_serve_refreshes_an_unfinished_run(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_view_of_a_bench_run_shows_leaderboard_and_scorecards(tmp_path: Path) -> None:
+    """A `ledger bench` run: the page lists the leaderboard rows, scorecards and judge order."""
+    from ledger.journal.journal import Journal
+    from tests.bench.builders import RUN as BENCH_RUN
+    from tests.bench.builders import RunBuilder as BenchBuilder
+    from tests.bench.builders import dims
+
+    b = BenchBuilder()
+    b.response("claude")
+    b.response("codex")
+    b.judge("gemini", ["claude", "codex"], {"claude": dims(5, 4, 5, 4), "codex": dims(3, 3, 3, 3)})
+    h = tmp_path / "B"
+    h.mkdir()
+    with Journal.open(h / "journal.db", create=True, harness=True) as j:
+        j.append_many([(e.kind, e.data, e.run, e.task) for e in b.entries])
+    out = tmp_path / "b.html"
+    code, _, err = invoke(h, "view", BENCH_RUN, "-o", str(out))
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    section = page[page.index("Bench leaderboard"):page.index("Failure taxonomy")]
+    assert "claude" in section and "codex" in section and "Scorecards" in section
+    assert section.index("claude") < section.index("codex")  # ranked by quality
+    assert "judge presentation order" in section
