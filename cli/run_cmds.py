@@ -155,6 +155,9 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--agent", "agents", multiple=True, metavar="SPEC",
               help="Agent: noop, oracle, demo, replay:RUN, claude, codex, ..., cmd:PROGRAM ARGS, "
                    "or a name from ledger.toml (repeatable).")
+@click.option("--agent-base-url", metavar="URL",
+              help="Point every CLI preset at this model endpoint (e.g. http://127.0.0.1:8000/v1); "
+                   "see docs/agents.md.")
 @click.option("--parallel", type=click.IntRange(min=1), help="Attempts run at once (default 1).")
 @click.option("--repeat", type=click.IntRange(min=1), help="Attempts per task and agent (default 1).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
@@ -173,7 +176,7 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @json_option
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
-            parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
+            agent_base_url: str | None, parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
             trace: str | None, no_save: bool, executor: str | None, ray_address: str | None,
             compare_prev: bool, keep_worktrees: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
@@ -182,7 +185,7 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
     request = RunRequest(tiers=tiers, task_ids=task_ids, agents=agents, parallel=parallel,
                          repeat=repeat, timeout_s=timeout, trace=trace, resume=resume,
                          executor=executor, ray_address=ray_address,
-                         keep_worktrees=keep_worktrees)
+                         keep_worktrees=keep_worktrees, agent_base_url=agent_base_url)
     progress = LineProgress(quiet=True) if as_json else (
         BarProgress() if sys.stderr.isatty() else LineProgress())
     if no_save:

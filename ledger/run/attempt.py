@@ -435,7 +435,8 @@ def harness_readable() -> list[str]:
 
 def agent_readable(argv: Sequence[str], ws: Workspace, task: Task) -> list[str]:
     """The agent's own program: files its command line names (outside the worktree and the task
-    folder), and the folder of each unless that folder is an ancestor of the worktree."""
+    folder), and the folder of each unless that folder is an ancestor of the worktree; for a
+    program in a virtualenv's ``bin/`` (aider, mini-swe-agent), that whole virtualenv."""
     worktree, task_root = _resolved(ws.worktree), _resolved(task.root)
     out: list[str] = []
     for arg in argv:
@@ -453,6 +454,11 @@ def agent_readable(argv: Sequence[str], ws: Workspace, task: Task) -> list[str]:
         folder = os.path.dirname(real)
         if folder not in ("", "/") and not _under(worktree, folder):
             out.append(folder)
+        venv = os.path.dirname(folder)  # a program in a virtualenv's bin/: that virtualenv
+        if os.path.basename(folder) == "bin" and os.path.isfile(os.path.join(venv, "pyvenv.cfg")) \
+                and venv not in ("", "/") and not _under(worktree, venv) \
+                and not _under(task_root, venv):
+            out.append(venv)
     return list(dict.fromkeys(out))
 
 
@@ -599,6 +605,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "trace": observed,
         "trace_reason": reason,
         **_prompt_fields(task.prompt, redact),
+        "version": agent.version(),
     })
     outcome = run_agent_process(
         invocation, ctx, trace=mode, capture_filter=redact,

@@ -12,6 +12,10 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     executor = "local"          # local | ray (pip install 'eval-ledger[ray]')
     ray_address = "auto"        # with executor = "ray": an existing cluster (default: a private one)
 
+    [agents.codex]              # settings for a CLI preset (a table named after it, or
+    base_url = "http://127.0.0.1:8000/v1"   # preset = "codex" under any name): its endpoint,
+    api_key_env = "MY_KEY"      # the variable holding its key, model, env, program
+
     [agents.mybot]              # `--agent mybot` then means this command
     command = "mybot --prompt-file {prompt_file}"     # a string (shell words) or a list
     env = { MYBOT_MODE = "batch" }                   # optional extra environment
@@ -49,6 +53,8 @@ class AgentDef:
     env: Mapping[str, str] = field(default_factory=dict)
     version: str | None = None
     endpoints: tuple[str, ...] = ()  # model API endpoints the agent may reach
+    kind: str = "cmd"  # "cmd" | "preset" (settings for a CLI preset)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # kind = "preset": checked table
 
     def spec(self) -> str:
         """The equivalent generic ``cmd:`` spec string."""
@@ -77,10 +83,30 @@ class LedgerConfig:
     def agent_table(self) -> dict[str, dict[str, Any]]:
         """Plain, picklable form of the named agents (sent to workers with each attempt)."""
         return {
-            name: {"command": list(a.command), "env": dict(a.env), "version": a.version,
-                   "endpoints": list(a.endpoints)}
+            name: dict(a.settings) if a.kind == "preset" else
+            {"command": list(a.command), "env": dict(a.env), "version": a.version,
+             "endpoints": list(a.endpoints)}
             for name, a in self.agents.items()
         }
+
+    def with_agent_base_url(self, url: str) -> LedgerConfig:
+        """``--agent-base-url``: every CLI preset pointed at ``url`` (a ``[agents.PRESET]``
+        table keeps its other settings; a named command agent is left alone)."""
+        from dataclasses import replace
+
+        from ledger.run.agents import preset_settings
+        from ledger.run.agents.presets import PRESETS
+
+        agents = dict(self.agents)
+        for name in PRESETS:
+            current = agents.get(name)
+            if current is not None and current.kind != "preset":
+                continue
+            settings = dict(current.settings) if current is not None else {"preset": name}
+            settings["base_url"] = url
+            agents[name] = AgentDef(name=name, command=(), kind="preset",
+                                    settings=preset_settings(name, settings) or settings)
+        return replace(self, agents=agents)
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -136,6 +162,15 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
         raise MalformedInput(f"{at} must be a table")
     if not name or ":" in name or any(c.isspace() for c in name):
         raise MalformedInput(f"{at}: an agent name has no spaces or ':'")
+    from ledger.errors import UsageError
+    from ledger.run.agents import preset_settings
+
+    try:
+        preset = preset_settings(name, raw)
+    except UsageError as exc:
+        raise MalformedInput(f"{where}: {exc}") from None
+    if preset is not None:  # base_url / api_key_env / model / env for a CLI preset
+        return AgentDef(name=name, command=(), kind="preset", settings=preset)
     unknown = sorted(set(raw) - _AGENT_KEYS)
     if unknown:
         raise MalformedInput(f"{at}: unknown key(s) {unknown}; known: {sorted(_AGENT_KEYS)}")

@@ -443,6 +443,8 @@ def execute_run(
     progress = progress or NullProgress()
     source = source or home
     cfg = load_config(source.config_path)
+    if request.agent_base_url:
+        cfg = cfg.with_agent_base_url(request.agent_base_url)
     if executor_factory is None:
         executor_factory = functools.partial(
             make_executor, ray_address=request.ray_address or cfg.run.ray_address)

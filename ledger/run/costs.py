@@ -163,17 +163,20 @@ def find_price(name: str | None, pricing: Mapping[str, Price]) -> tuple[str, Pri
 
 def estimate_cost(usage: Usage, model: str | None = None, *,
                   pricing: Mapping[str, Price] | None = None) -> tuple[float | None, str]:
-    """``(cost_usd, source)``: ``reported`` by the agent, ``estimated`` from tokens, or ``none``.
-
-    ``model`` is a fallback (a model or an agent name) for when ``usage.model`` is unknown or not
-    in the table.
+    """``(cost_usd, source)``: ``reported`` by the agent; ``priced`` from tokens x the price of
+    the model the agent named (``usage.model``); ``estimated`` from tokens x the price of
+    ``model``, a fallback (a model or an agent name) for when ``usage.model`` is unknown or not in
+    the table; else ``none``.
     """
     if usage.cost_usd is not None and math.isfinite(usage.cost_usd):
         return float(usage.cost_usd), "reported"
     if usage.tokens_in is None and usage.tokens_out is None:
         return None, "none"
     table = pricing if pricing is not None else builtin_pricing()
-    found = find_price(usage.model, table) or find_price(model, table)
+    named = find_price(usage.model, table)
+    if named is not None:
+        return named[1].cost(usage.tokens_in or 0, usage.tokens_out or 0), "priced"
+    found = find_price(model, table)
     if found is None:
         return None, "none"
     return found[1].cost(usage.tokens_in or 0, usage.tokens_out or 0), "estimated"

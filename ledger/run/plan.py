@@ -43,6 +43,7 @@ class RunRequest:
     ray_address: str | None = None
     test_timeout_s: float | None = None
     keep_worktrees: bool = False
+    agent_base_url: str | None = None  # --agent-base-url: every CLI preset's model endpoint
 
 
 @dataclass(frozen=True)

@@ -389,6 +389,8 @@ class _Builder:
             else:
                 flags = sc.args[p_idx + 1] if len(sc.args) > p_idx + 1 else "O_RDONLY"
             parts = set(flags.split("|"))
+            if "O_PATH" in parts:  # a location only: reads and writes nothing (open(2)); a
+                return []          # later openat relative to it is traced with its own path
             writes = bool(parts.intersection(_WRITE_FLAGS))
             if not writes or "O_RDWR" in parts:
                 out.append(self.fs("fs.read", named, resolved))

@@ -150,6 +150,10 @@ class Protocol:
         """The answer for a successful turn (``request`` is the decoded JSON body, or None)."""
         raise NotImplementedError
 
+    def reply_at(self, turn: Turn, index: int, request: Any, path: str) -> Reply:
+        """``reply`` for a request to ``path`` (a protocol that needs the path overrides this)."""
+        return self.reply(turn, index, request)
+
     def error(self, status: int, message: str, retry_after: float | None = None) -> Reply:
         """The answer for an injected failure or a rejected key."""
         headers = [("Retry-After", f"{retry_after:g}")] if retry_after is not None else []
@@ -343,7 +347,8 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                             decoded = json.loads(body) if body else None
                         except ValueError:
                             decoded = None
-                        reply = proto.reply(turn, rec.turn if rec.turn is not None else -1, decoded)
+                        reply = proto.reply_at(turn, rec.turn if rec.turn is not None else -1,
+                                               decoded, self.path)
                 rec.status = reply.status
                 rec.server_s = time.perf_counter() - start
                 model._record(rec)  # before the answer leaves: a client never sees it unrecorded

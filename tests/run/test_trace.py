@@ -75,6 +75,17 @@ def test_open_read_write_and_failed(tmp_path: Path) -> None:
                     "source": "strace", "content": "print(1)\n"}
 
 
+def test_o_path_open_is_not_a_read_but_an_open_through_it_is(tmp_path: Path) -> None:
+    """O_PATH names a location without opening the file (claude does it to $HOME and /var);
+    an openat relative to that descriptor is still a read of the resolved file."""
+    lines = [
+        f"100 1.1 openat(AT_FDCWD<{h('/wt')}>, {q('/secret')}, O_RDONLY|O_LARGEFILE|O_PATH) = 7<{h('/secret')}>",
+        f"100 1.2 openat(7<{h('/secret')}>, {q('answer.py')}, O_RDONLY) = 8<{h('/secret/answer.py')}>",
+    ]
+    events = parse(lines, tmp_path)
+    assert [(k, d["resolved"]) for k, d in events] == [("fs.read", "/secret/answer.py")]
+
+
 def test_unfinished_and_resumed_calls_are_joined(tmp_path: Path) -> None:
     """Interleaved <unfinished ...> / <... resumed> lines from two pids form whole calls."""
     lines = [

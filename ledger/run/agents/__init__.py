@@ -18,6 +18,7 @@ hosts the agent may reach (presets: their vendor's; ``[agents.NAME] endpoints``;
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -157,7 +158,16 @@ class CliAgent:
     model: str | None = None
     program: str | None = None  # an explicit path; else the preset's names on PATH
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    base_url: str | None = None  # [agents.NAME] base_url / --agent-base-url
+    api_key_env: str | None = None  # [agents.NAME] api_key_env: the variable holding the key
     kind: str = "cli"
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, **self.extra_env}
+
+    def access(self) -> _presets.ModelAccess:
+        """Endpoint and key as the preset will hand them to the CLI (see presets.ModelAccess)."""
+        return self.preset.access(self._env(), self.base_url, self.api_key_env)
 
     def resolved_program(self) -> str | None:
         if self.program:
@@ -172,6 +182,10 @@ class CliAgent:
         if self.resolved_program() is None:
             names = " or ".join(repr(p) for p in ((self.program,) if self.program else self.preset.programs))
             return False, f"{names} not found on PATH (install {self.preset.name}, or name its path)"
+        try:
+            self.access()
+        except UsageError as exc:
+            return False, str(exc)
         return True, ""
 
     def version(self) -> str | None:
@@ -179,22 +193,33 @@ class CliAgent:
         return program_version((prog, "--version")) if prog else None
 
     def endpoints(self) -> tuple[str, ...]:
-        """The preset's model API endpoints for this model and environment."""
-        env = {**os.environ, **self.extra_env}
-        return _presets.check_endpoints(list(self.preset.endpoints(self.model, env)),
-                                        f"preset {self.preset.name}")
+        """The preset's model API endpoints for this model and environment, and the endpoint the
+        attempt is pointed at (``base_url``, or the vendor variable it carries over)."""
+        env = self._env()
+        if self.base_url:  # the explicit endpoint replaces what the vendor variables name
+            env = {k: v for k, v in env.items() if k not in self.preset.base_url_vars}
+        hosts = list(self.preset.endpoints(self.model, env))
+        with contextlib.suppress(UsageError):
+            own = _presets.url_endpoint(self.access().base_url)
+            if own:
+                hosts.append(own)
+        return _presets.check_endpoints(list(dict.fromkeys(hosts)), f"preset {self.preset.name}")
 
     def invocation(self, ctx: AttemptContext) -> Invocation:
         prog = self.resolved_program()
         if prog is None:
             raise UsageError(self.available()[1])
-        argv, overrides = self.preset.build(prog, ctx, self.model)
+        access = self.access()
+        argv, overrides = self.preset.build(prog, ctx, self.model, access)
         env = base_env(ctx, overrides)
         env.update(self.extra_env)
-        model = self.model
+        model, home = self.model, Path(ctx.home)
+        secrets = set(env_secrets(env))
+        if access.api_key and len(access.api_key) >= 8:
+            secrets.add(access.api_key)
         return Invocation(argv=tuple(argv), env=env,
-                          parser_factory=lambda: self.preset.parser(model),
-                          secrets=env_secrets(env))
+                          parser_factory=lambda: self.preset.parser(model, home=home),
+                          secrets=tuple(sorted(secrets)))
 
 
 def substitute(arg: str, ctx: AttemptContext) -> str:
@@ -298,12 +323,63 @@ def _endpoints_of(name: str, entry: Any) -> tuple[str, ...]:
     return _presets.check_endpoints(values if values is not None else (), f"[agents.{name}]")
 
 
+PRESET_KEYS = frozenset({"preset", "model", "base_url", "api_key_env", "env", "program"})
+
+
+def preset_settings(name: str, entry: Any) -> dict[str, Any] | None:
+    """``[agents.NAME]`` as settings for a CLI preset (``preset = "codex"``, or a table named
+    after a preset with no ``command``): ``{preset, model, base_url, api_key_env, env,
+    program}``; None when the entry is something else (a command, the HTTP agent)."""
+    if hasattr(entry, "settings") and getattr(entry, "kind", None) == "preset":
+        entry = entry.settings
+    if not isinstance(entry, Mapping) or "command" in entry or entry.get("kind") not in (None, "cli"):
+        return None
+    preset = entry.get("preset", name if name in _presets.PRESETS else None)
+    if preset is None:
+        return None
+    if preset not in _presets.PRESETS:
+        raise UsageError(f"[agents.{name}] preset must be one of {', '.join(PRESET_ORDER)}, "
+                         f"got {preset!r}")
+    unknown = sorted(set(entry) - PRESET_KEYS - {"kind"})
+    if unknown:
+        raise UsageError(f"[agents.{name}]: unknown key(s) {unknown} for a CLI preset; known: "
+                         f"{sorted(PRESET_KEYS)}")
+    out: dict[str, Any] = {"preset": preset}
+    for key in ("model", "base_url", "api_key_env", "program"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise UsageError(f"[agents.{name}] {key} must be a non-empty string")
+        out[key] = value.strip() if isinstance(value, str) else None
+    if out["base_url"]:
+        _presets.api_base(out["base_url"], "openai")  # a URL, or a UsageError naming it
+    if out["api_key_env"] and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", out["api_key_env"]):
+        raise UsageError(f"[agents.{name}] api_key_env must name an environment variable")
+    env = entry.get("env") or {}
+    if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                               for k, v in env.items()):
+        raise UsageError(f"[agents.{name}] env must be a table of strings")
+    out["env"] = dict(env)
+    return out
+
+
+def _preset_agent(spec: str, name: str, settings: Mapping[str, Any],
+                  model: str | None = None) -> CliAgent:
+    preset = _presets.PRESETS[settings["preset"]]
+    model = model or settings.get("model")
+    return CliAgent(name=safe_name(name), spec=spec, preset=preset, model=model,
+                    program=settings.get("program"), extra_env=dict(settings.get("env") or {}),
+                    base_url=settings.get("base_url"), api_key_env=settings.get("api_key_env"))
+
+
 def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agent:
     """The agent a spec string names (see the module docstring); UsageError if it names none."""
     spec = spec.strip()
     if not spec:
         raise UsageError("empty agent spec")
     table = _agents_table(config)
+    settings = preset_settings(spec, table[spec]) if spec in table else None
+    if settings is not None:
+        return _preset_agent(spec, spec, settings)
     if spec in table:
         argv, env, version = _command_of(spec, table[spec])
         return CmdAgent(name=safe_name(spec), spec=spec, command=_absolute_program(argv),
@@ -328,8 +404,9 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
     preset = _presets.PRESETS.get(preset_name)
     if preset is not None:
         model = model_text.strip() or None
-        name = preset.name if model is None else safe_name(f"{preset.name}-{model}")
-        return CliAgent(name=name, spec=spec, preset=preset, model=model)
+        own = preset_settings(preset.name, table[preset.name]) if preset.name in table else None
+        name = preset.name if model is None else f"{preset.name}-{model}"
+        return _preset_agent(spec, name, own or {"preset": preset.name}, model)
     known = [*BUILTINS, "replay:RUN", *PRESET_ORDER, "cmd:PROGRAM ...", *sorted(table)]
     raise UsageError(f"unknown agent {spec!r}; known: {', '.join(known)}")
 

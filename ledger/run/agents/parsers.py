@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from ledger.run.contracts import Event, Usage
@@ -51,8 +52,9 @@ def _out(text: str) -> Event:
 class JsonLinesParser:
     """Base: decode each line as JSON (objects, or arrays of objects) and dispatch ``handle``."""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
         self.usage = Usage(model=model)
+        self.home = home  # the attempt's private config home (files the CLI leaves there)
 
     def feed_line(self, line: str) -> list[Event]:
         line = line.strip()
@@ -103,8 +105,8 @@ class BuiltinParser(JsonLinesParser):
 class ClaudeParser(JsonLinesParser):
     """Claude Code ``--output-format stream-json`` (also the single ``json`` object or array)."""
 
-    def __init__(self, model: str | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
+        super().__init__(model, home)
         self.tools: dict[str, str] = {}
 
     def handle(self, obj: dict[str, Any]) -> list[Event]:
@@ -176,8 +178,8 @@ class ClaudeParser(JsonLinesParser):
 class CodexParser(JsonLinesParser):
     """``codex exec --json`` (thread/turn/item events, codex >= 0.44)."""
 
-    def __init__(self, model: str | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
+        super().__init__(model, home)
         self.started: set[str] = set()
 
     def _call(self, item: dict[str, Any]) -> Event | None:
@@ -242,12 +244,45 @@ class CodexParser(JsonLinesParser):
             events.append(_out(f"[turn failed] {err.get('message', '') if isinstance(err, dict) else err}"))
         return events
 
+    def finish(self) -> Usage:
+        """``--json`` never names the model: without ``-m`` it comes from the session's rollout
+        (``$CODEX_HOME/sessions/**/rollout-*.jsonl``, the last ``turn_context.model``)."""
+        if self.usage.model is None and self.home is not None:
+            self.usage.model = codex_rollout_model(self.home / ".codex")
+        return self.usage
+
+
+def codex_rollout_model(codex_home: Path, limit: int = 8 << 20) -> str | None:
+    """The model of the last turn in codex's newest rollout file under ``codex_home``."""
+    try:
+        files = sorted((codex_home / "sessions").rglob("rollout-*.jsonl"),
+                       key=lambda f: f.stat().st_mtime)
+    except OSError:
+        return None
+    model = None
+    for path in files[-1:]:
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(limit)
+        except OSError:
+            return None
+        for raw in data.splitlines():
+            if b"turn_context" not in raw:
+                continue
+            with contextlib.suppress(ValueError):
+                obj = json.loads(raw)
+                payload = obj.get("payload") if isinstance(obj, dict) else None
+                if obj.get("type") == "turn_context" and isinstance(payload, dict) \
+                        and isinstance(payload.get("model"), str):
+                    model = payload["model"]
+    return model
+
 
 class GeminiParser(JsonLinesParser):
     """``gemini --output-format stream-json`` (assistant text arrives as deltas; joined here)."""
 
-    def __init__(self, model: str | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
+        super().__init__(model, home)
         self.tools: dict[str, str] = {}
         self.pending: list[str] = []
 
@@ -317,8 +352,8 @@ def _cursor_tool(call: dict[str, Any]) -> tuple[str, Any, Any]:
 class CursorParser(JsonLinesParser):
     """Cursor ``agent -p --output-format stream-json``."""
 
-    def __init__(self, model: str | None = None) -> None:
-        super().__init__(model)
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
+        super().__init__(model, home)
         self.started: set[str] = set()
 
     def handle(self, obj: dict[str, Any]) -> list[Event]:
@@ -384,8 +419,9 @@ class AiderParser:
     them for display); the cost is the last cumulative ``session`` figure, reported by aider.
     """
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
         self.usage = Usage(model=model)
+        self.home = home  # the private home, where the preset puts aider's analytics log
 
     def feed_line(self, line: str) -> list[Event]:
         line = line.strip().lstrip("> ").strip()
@@ -412,4 +448,39 @@ class AiderParser:
         return []
 
     def finish(self) -> Usage:
+        """Exact counts from aider's analytics log when the preset asked for one (its
+        ``message_send`` events carry the provider's usage); else the rounded text above."""
+        if self.home is not None:
+            exact = aider_analytics_usage(self.home / "aider-analytics.jsonl")
+            if exact is not None:
+                self.usage.tokens_in, self.usage.tokens_out, cost = exact
+                if cost is not None:
+                    self.usage.cost_usd = cost
         return self.usage
+
+
+def aider_analytics_usage(path: Path, limit: int = 8 << 20) -> tuple[int, int, float | None] | None:
+    """``(tokens_in, tokens_out, session cost)`` summed over the ``message_send`` events of an
+    aider ``--analytics-log`` file; None when it has none."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return None
+    tin = tout = 0
+    cost: float | None = None
+    seen = False
+    for raw in data.splitlines():
+        with contextlib.suppress(ValueError):
+            obj = json.loads(raw)
+            props = obj.get("properties") if isinstance(obj, dict) else None
+            if not isinstance(obj, dict) or obj.get("event") != "message_send" \
+                    or not isinstance(props, dict):
+                continue
+            seen = True
+            tin += _int(props.get("prompt_tokens"))
+            tout += _int(props.get("completion_tokens"))
+            total = props.get("total_cost")
+            if isinstance(total, int | float) and not isinstance(total, bool):
+                cost = float(total)
+    return (tin, tout, cost) if seen else None

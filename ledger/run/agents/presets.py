@@ -39,8 +39,20 @@ from ledger.run.agents.parsers import (
 )
 from ledger.run.contracts import AttemptContext, OutputParser
 
-Build = Callable[[str, AttemptContext, "str | None"], tuple[list[str], dict[str, str]]]
 Endpoints = Callable[["str | None", Mapping[str, str]], tuple[str, ...]]  # (model, env) -> hosts
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    """Where the CLI's model is and the key for it, as the user gave them (``[agents.NAME]
+    base_url`` / ``api_key_env``, ``--agent-base-url``) or as the vendor's usual variables hold
+    them. Each preset turns this into what its CLI really honours."""
+
+    base_url: str | None = None
+    api_key: str | None = None  # the key itself: it goes into the environment, never the journal
+
+
+Build = Callable[[str, AttemptContext, "str | None", ModelAccess], tuple[list[str], dict[str, str]]]
 
 DEFAULT_ENDPOINT_PORT = 443  # every model API below is HTTPS only
 MAX_ENDPOINTS = 64  # declared endpoints per agent
@@ -57,6 +69,24 @@ class Preset:
     parser: Callable[[str | None], OutputParser]
     doc: str
     endpoints: Endpoints = lambda model, env: ()
+    base_url_vars: tuple[str, ...] = ()  # the vendor's usual base URL variables (carried over)
+    key_vars: tuple[str, ...] = ()  # the vendor's usual API key variables (carried over)
+    api_style: str = "openai"  # how a base URL is completed: openai (/v1), anthropic, gemini
+    tested: bool = True  # proven against the real CLI by tests/agents/conformance
+
+    def access(self, env: Mapping[str, str], base_url: str | None = None,
+               api_key_env: str | None = None) -> ModelAccess:
+        """The endpoint and key for one attempt: the explicit ones first, then the vendor's
+        usual variables in ``env``. UsageError when ``api_key_env`` names an unset variable."""
+        url = base_url or next((env[n] for n in self.base_url_vars if env.get(n)), None)
+        if api_key_env:
+            key = env.get(api_key_env)
+            if not key:
+                raise UsageError(f"agent {self.name}: api_key_env names {api_key_env}, which is "
+                                 "not set in the environment")
+        else:
+            key = next((env[n] for n in self.key_vars if env.get(n)), None)
+        return ModelAccess(api_base(url, self.api_style) if url else None, key)
 
 
 # --------------------------------------------------------------------------- endpoints
@@ -169,7 +199,7 @@ def codex_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...
 
 def gemini_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
     """The Gemini API (API keys), Code Assist (Google logins), Google's token endpoint; Vertex AI
-    when ``GOOGLE_GENAI_USE_VERTEXAI`` is on."""
+    when ``GOOGLE_GENAI_USE_VERTEXAI`` is on; ``GOOGLE_GEMINI_BASE_URL``."""
     hosts = ["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
              "oauth2.googleapis.com"]
     if env.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true"):
@@ -177,7 +207,7 @@ def gemini_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ..
         location = env.get("GOOGLE_CLOUD_LOCATION", "").strip().lower()
         if location and re.fullmatch(r"[a-z0-9-]{1,40}", location):
             hosts.append(f"{location}-aiplatform.googleapis.com")
-    return tuple(hosts)
+    return _with_base_urls(tuple(hosts), env, ("GOOGLE_GEMINI_BASE_URL",))
 
 
 def cursor_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -214,7 +244,28 @@ def aider_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...
             break
     if not hosts:
         hosts = [host for _p, _s, key, host in AIDER_PROVIDERS if env.get(key)] or ["openrouter.ai"]
-    return _with_base_urls(tuple(hosts), env, ("OPENAI_API_BASE",))
+    return _with_base_urls(tuple(hosts), env, ("OPENAI_API_BASE", "OPENAI_BASE_URL"))
+
+
+def api_base(url: str, style: str) -> str:
+    """A base URL as the CLI's SDK wants it. A URL with no path names the server root:
+    OpenAI-style clients get ``/v1`` added; Anthropic and Gemini SDKs add their own version
+    path, so a trailing ``/v1`` (or ``/v1beta``) is dropped for them."""
+    from urllib.parse import urlsplit
+
+    text = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        raise UsageError(f"base URL {url!r} is not a URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"base URL {url!r}: expected http(s)://HOST[:PORT][/PATH]")
+    if style == "openai":
+        return text if parts.path else text + "/v1"
+    for suffix in ("/v1beta", "/v1"):
+        if text.endswith(suffix):
+            return text[: -len(suffix)]
+    return text
 
 
 def prompt_arg(prompt: str) -> str:
@@ -231,7 +282,8 @@ def _copy_login(rel_src: str, dst: Path) -> None:
             os.chmod(dst, 0o600)
 
 
-def build_claude(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list[str], dict[str, str]]:
+def build_claude(prog: str, ctx: AttemptContext, model: str | None,
+                 access: ModelAccess) -> tuple[list[str], dict[str, str]]:
     config_dir = Path(ctx.home) / ".claude"
     config_dir.mkdir(parents=True, exist_ok=True)
     _copy_login(".claude/.credentials.json", config_dir / ".credentials.json")
@@ -244,6 +296,7 @@ def build_claude(prog: str, ctx: AttemptContext, model: str | None) -> tuple[lis
         argv += ["--max-budget-usd", f"{float(budget):g}"]
     argv.append(prompt_arg(ctx.prompt))
     env = {
+        "HOME": str(ctx.home),  # it looks into $HOME at start: the private home, not the user's
         "CLAUDE_CONFIG_DIR": str(config_dir),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
@@ -251,25 +304,42 @@ def build_claude(prog: str, ctx: AttemptContext, model: str | None) -> tuple[lis
         "DISABLE_UPDATES": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
+    if access.base_url:
+        env["ANTHROPIC_BASE_URL"] = access.base_url
+    if access.api_key:
+        env["ANTHROPIC_API_KEY"] = access.api_key
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env["IS_SANDBOX"] = "1"  # bypass mode refuses to run as root otherwise
     return argv, env
 
 
-def build_codex(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list[str], dict[str, str]]:
+def build_codex(prog: str, ctx: AttemptContext, model: str | None,
+                access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """codex >= 0.169 ignores ``OPENAI_BASE_URL`` (only ``-c openai_base_url=`` works, and the
+    private ``CODEX_HOME`` hides the user's config.toml) and ``codex exec`` sends no key from
+    ``OPENAI_API_KEY`` alone: the key goes in ``CODEX_API_KEY``."""
     codex_home = Path(ctx.home) / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     _copy_login(".codex/auth.json", codex_home / "auth.json")
     argv = [prog, "exec", "--json", "--skip-git-repo-check", "--color", "never",
             "--dangerously-bypass-approvals-and-sandbox", "-C", str(ctx.worktree),
             "-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false"]
+    if access.base_url:
+        argv += ["-c", f"openai_base_url={json.dumps(access.base_url)}"]
     if model:
         argv += ["-m", model]
     argv.append(prompt_arg(ctx.prompt))
-    return argv, {"CODEX_HOME": str(codex_home)}
+    env = {"CODEX_HOME": str(codex_home)}
+    if access.api_key:
+        env["CODEX_API_KEY"] = access.api_key
+    return argv, env
 
 
-def build_gemini(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list[str], dict[str, str]]:
+def build_gemini(prog: str, ctx: AttemptContext, model: str | None,
+                 access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """gemini 0.61 treats ``GOOGLE_GEMINI_BASE_URL`` as a gateway auth type that headless mode
+    rejects (exit 41) unless settings select ``gemini-api-key``: with a key, the private
+    settings select it."""
     gemini_dir = Path(ctx.home) / ".gemini"
     gemini_dir.mkdir(parents=True, exist_ok=True)
     for fname in ("oauth_creds.json", "google_accounts.json"):
@@ -286,15 +356,22 @@ def build_gemini(prog: str, ctx: AttemptContext, model: str | None) -> tuple[lis
             settings["security"] = {"auth": user["security"]["auth"]}
         if "selectedAuthType" in user:
             settings["selectedAuthType"] = user["selectedAuthType"]
+    env = {"GEMINI_CLI_HOME": str(ctx.home), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    if access.api_key:
+        settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+        env["GEMINI_API_KEY"] = access.api_key
+    if access.base_url:
+        env["GOOGLE_GEMINI_BASE_URL"] = access.base_url
     (gemini_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
     argv = [prog, "--output-format", "stream-json", "--approval-mode", "yolo"]
     if model:
         argv += ["-m", model]
     argv += ["-p", prompt_arg(ctx.prompt)]
-    return argv, {"GEMINI_CLI_HOME": str(ctx.home), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    return argv, env
 
 
-def build_cursor(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list[str], dict[str, str]]:
+def build_cursor(prog: str, ctx: AttemptContext, model: str | None,
+                 access: ModelAccess) -> tuple[list[str], dict[str, str]]:
     Path(ctx.home).mkdir(parents=True, exist_ok=True)
     for rel in (".cursor/cli-config.json", ".config/cursor/auth.json"):
         _copy_login(rel, Path(ctx.home) / rel)
@@ -303,35 +380,61 @@ def build_cursor(prog: str, ctx: AttemptContext, model: str | None) -> tuple[lis
     if model:
         argv += ["--model", model]
     argv.append(prompt_arg(ctx.prompt))
-    return argv, {"HOME": str(ctx.home)}
+    env = {"HOME": str(ctx.home)}
+    if access.api_key:
+        env["CURSOR_API_KEY"] = access.api_key
+    return argv, env
 
 
-def build_aider(prog: str, ctx: AttemptContext, model: str | None) -> tuple[list[str], dict[str, str]]:
+AIDER_ANALYTICS_LOG = "aider-analytics.jsonl"  # in the private home: exact tokens per LLM call
+
+
+def build_aider(prog: str, ctx: AttemptContext, model: str | None,
+                access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """Aider prints rounded token counts; its local analytics log (``--analytics-log``, written
+    even with ``--no-analytics``, which sends nothing) has the exact ones. It fetches a price list
+    from the internet when its cache is empty: the private home gets a non-empty cache and
+    ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm on its bundled copy."""
     home = Path(ctx.home)
-    home.mkdir(parents=True, exist_ok=True)
+    cache = home / ".aider" / "caches"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "model_prices_and_context_window.json").write_text(
+        json.dumps({"ledger-placeholder": {}}), encoding="utf-8")
     argv = [prog, "--message-file", str(ctx.prompt_file), "--yes-always", "--no-auto-commits",
-            "--no-gitignore", "--no-analytics", "--no-check-update", "--no-show-release-notes",
-            "--no-pretty", "--no-fancy-input", "--no-stream",
+            "--no-gitignore", "--no-analytics", "--analytics-log", str(home / AIDER_ANALYTICS_LOG),
+            "--no-check-update", "--no-show-release-notes", "--no-pretty", "--no-fancy-input",
+            "--no-stream",
             "--chat-history-file", str(home / ".aider.chat.history.md"),
             "--input-history-file", str(home / ".aider.input.history")]
+    if access.base_url:
+        argv += ["--openai-api-base", access.base_url]
     if model:
         argv += ["--model", model]
-    return argv, {"HOME": str(home), "NO_COLOR": "1"}
+    env = {"HOME": str(home), "NO_COLOR": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    if access.api_key:
+        env["OPENAI_API_KEY"] = access.api_key
+    return argv, env
 
 
 PRESETS: dict[str, Preset] = {
     "claude": Preset("claude", ("claude",), ("claude",), build_claude, ClaudeParser,
                      "Claude Code, -p with stream-json transcript; cost reported",
-                     claude_endpoints),
+                     claude_endpoints, ("ANTHROPIC_BASE_URL",), ("ANTHROPIC_API_KEY",),
+                     "anthropic"),
     "codex": Preset("codex", ("codex",), ("codex",), build_codex, CodexParser,
-                    "OpenAI Codex CLI, codex exec --json; tokens only", codex_endpoints),
+                    "OpenAI Codex CLI, codex exec --json; tokens, priced", codex_endpoints,
+                    ("OPENAI_BASE_URL",), ("CODEX_API_KEY", "OPENAI_API_KEY"), "openai"),
     "gemini": Preset("gemini", ("gemini",), ("gemini",), build_gemini, GeminiParser,
-                     "Google Gemini CLI, -p with stream-json; tokens only", gemini_endpoints),
+                     "Google Gemini CLI, -p with stream-json; tokens, priced", gemini_endpoints,
+                     ("GOOGLE_GEMINI_BASE_URL",), ("GEMINI_API_KEY",), "gemini"),
     "cursor-agent": Preset("cursor-agent", ("cursor-agent", "agent"), ("cursor-agent",),
                            build_cursor, CursorParser,
-                           "Cursor agent CLI, -p with stream-json; tokens when reported",
-                           cursor_endpoints),
+                           "Cursor agent CLI, -p with stream-json; tokens when reported "
+                           "(untested: no installable package)",
+                           cursor_endpoints, (), ("CURSOR_API_KEY",), "openai", tested=False),
     "aider": Preset("aider", ("aider",), ("aider",), build_aider, AiderParser,
-                    "Aider, --message-file; text output with tokens and cost", aider_endpoints),
+                    "Aider, --message-file; exact tokens from its analytics log, cost reported",
+                    aider_endpoints, ("OPENAI_API_BASE", "OPENAI_BASE_URL"), ("OPENAI_API_KEY",),
+                    "openai"),
 }
 PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider")
