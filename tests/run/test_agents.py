@@ -230,7 +230,7 @@ def test_gemini_preset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert out.events[4][1] == {"tool": "run_shell_command", "output": "exit code 1", "is_error": True}
     assert out.usage == Usage(tokens_in=1200, tokens_out=300, cost_usd=None, model="gemini-2.5-pro")
     cost, source = estimate_cost(out.usage, "gemini")
-    assert source == "estimated" and cost == pytest.approx((1200 * 1.25 + 300 * 10) / 1e6)
+    assert source == "priced" and cost == pytest.approx((1200 * 1.25 + 300 * 10) / 1e6)
 
 
 def test_cursor_preset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -373,11 +373,11 @@ def test_replay_agent_applies_files(tmp_path: Path) -> None:
 # --- costs ------------------------------------------------------------------------------------
 
 def test_estimate_cost_sources() -> None:
-    """Reported beats estimated; tokens without a known model or no tokens at all give none."""
+    """Reported beats priced (model named) and estimated (fallback); else none."""
     assert estimate_cost(Usage(tokens_in=10, tokens_out=10, cost_usd=1.5)) == (1.5, "reported")
     cost, source = estimate_cost(Usage(tokens_in=1_000_000, tokens_out=1_000_000,
                                        model="claude-sonnet-4-5-20250929"))
-    assert (cost, source) == (18.0, "estimated")
+    assert (cost, source) == (18.0, "priced")
     assert estimate_cost(Usage(tokens_in=5, tokens_out=5, model="mystery-model")) == (None, "none")
     assert estimate_cost(Usage(), "claude") == (None, "none")
     assert find_price("anthropic/claude-haiku-4-5", load_pricing())[0] == "claude-haiku-4-5"
@@ -391,7 +391,7 @@ def test_user_pricing_file_overrides(tmp_path: Path) -> None:
     prices = load_pricing(toml)
     assert prices["gpt-5"].input_per_mtok == 2.0 and prices["gpt-5"].source == str(toml)
     assert estimate_cost(Usage(tokens_in=1_000_000, tokens_out=0, model="mine"),
-                         pricing=prices) == (1.0, "estimated")
+                         pricing=prices) == (1.0, "priced")
     js = tmp_path / "pricing.json"
     js.write_text(json.dumps({"o3": {"input": 9, "output": 9}}))
     assert load_pricing(js)["o3"].output_per_mtok == 9.0
