@@ -168,10 +168,6 @@ def content_digest(leaf_hashes: Iterable[bytes]) -> str:
     return h.hexdigest()
 
 
-def _leaf(raw: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + raw).digest()
-
-
 def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + f" ... ({len(text) - limit} more characters)"
 
@@ -416,7 +412,7 @@ def explore(entries: Iterable[Entry], run_id: str, *, views: Mapping[str, Any],
         if e.run != run_id:
             continue
         count += 1
-        leaves.append(_leaf(e.raw))
+        leaves.append(e.leaf_hash)
         first_ts = e.ts if first_ts is None else first_ts
         last_ts, last_seq = e.ts, e.seq
         if e.kind == "run.started":

@@ -80,3 +80,13 @@ def test_the_run_and_its_executors_import_no_cycle() -> None:
         bad = {n for n in _imports(path)
                if n.startswith(("ledger.run.coordinator", "ledger.run.plan", "ledger.run.scope", "cli"))}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_one_rfc6962_leaf_hash() -> None:
+    """SHA-256(0x00 || bytes) is written once, in ledger/journal/merkle.py; the rest call it."""
+    import re
+
+    pattern = re.compile(r'\(b"\\x00" \+')
+    users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
+                   if pattern.search(p.read_text(encoding="utf-8")))
+    assert users == ["ledger/journal/merkle.py"]

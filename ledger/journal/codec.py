@@ -10,7 +10,6 @@ what it parsed and refuses bytes that differ, so one value has exactly one byte 
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import threading
 from collections.abc import Iterable, Mapping
@@ -19,6 +18,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from ledger.errors import CodecError
+from ledger.journal.merkle import leaf_hash  # the RFC 6962 leaf hash of stored entry bytes
 
 FORMAT_VERSION = 1
 ENVELOPE_KEYS = frozenset({"v", "seq", "ts", "run", "task", "kind", "data"})
@@ -175,11 +175,6 @@ def unpack_canonical(raw: bytes) -> Any:
     if canonical_bytes(value) != raw:
         raise CodecError("bytes are not the canonical encoding of their value")
     return value
-
-
-def leaf_hash(raw: bytes) -> bytes:
-    """RFC 6962 leaf hash of stored entry bytes."""
-    return hashlib.sha256(b"\x00" + raw).digest()
 
 
 class Entry(NamedTuple):

@@ -20,7 +20,6 @@ belt; ``verify`` is the check.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import time
@@ -115,7 +114,6 @@ Item = tuple[str, dict[str, Any], str | None, str | None]
 # head on the last span of a commit and None on the others.
 Span = tuple[int, int, str | None, str | None, str, bytes | None, int | None]
 
-_sha256 = hashlib.sha256
 _SQLITE_MAX_INT = 2**63 - 1  # seqs and indexes beyond SQLite's integer are not in any journal
 
 
@@ -264,12 +262,11 @@ class Store:
             size = row[0] + 1 if row else 0
             edge = self._edge_at(size)
             ts = clock()
-            sha = _sha256
             entries = encode_entries(size, ts, items)
             raws = [e.raw for e in entries]
             if max(map(len, raws)) > MAX_ENTRY_BYTES:
                 _refuse_oversized(entries)
-            grown, tiles = edge.extended([sha(b"\x00" + raw).digest() for raw in raws])
+            grown, tiles = edge.extended(merkle.leaf_hashes(raws))
             root = grown.root()
             try:
                 c.executemany("INSERT INTO entries(seq, body) VALUES (?,?)",
@@ -331,7 +328,7 @@ class Store:
                              (lo, hi)).fetchall()
             if [r[0] for r in rows] != list(range(lo, hi)) or any(type(r[1]) is not bytes for r in rows):
                 raise KeyError(f"entries {lo}..{hi - 1} are missing or malformed")
-            return [_sha256(b"\x00" + r[1]).digest() for r in rows]
+            return merkle.leaf_hashes(r[1] for r in rows)
         rows = c.execute("SELECT idx, CAST(root AS BLOB) FROM tiles WHERE level = ? AND idx >= ? AND idx < ? "
                          "ORDER BY idx", (tile_level - 1, lo, hi)).fetchall()
         if ([r[0] for r in rows] != list(range(lo, hi))
@@ -473,7 +470,7 @@ class Store:
         lo = (size >> h) << h
         for seq, body in self._conn.execute("SELECT seq, CAST(body AS BLOB) FROM entries WHERE seq >= ? "
                                             "ORDER BY seq", (lo,)):
-            if type(body) is bytes and _sha256(b"\x00" + body).digest() == leaf:
+            if type(body) is bytes and merkle.leaf_hash(body) == leaf:
                 return int(seq)
         return None
 

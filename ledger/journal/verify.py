@@ -25,7 +25,6 @@ parses an entry with the C msgpack decoder only when they do not have the usual 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from ledger.journal.codec import FORMAT_VERSION, decode_entry, envelope_around_s
 from ledger.journal.store import Store
 from ledger.journal.tiles import HASH_SIZE, hash_pairs
 
-_sha256 = hashlib.sha256
 _V1 = b"\xa1v\x01"
 
 
@@ -242,7 +240,6 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     spans = _Spans(store.span_rows(), deep)
     leaves: list[bytes] = []
     expected = 0
-    sha = _sha256
     for chunk in store.body_rows():
         m = len(chunk)
         if chunk[0][0] != expected or chunk[-1][0] != expected + m - 1:
@@ -251,7 +248,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                     raise VerificationError("entry-seq", "sequence numbers have a gap or are out of order",
                                             seq=expected + offset, computed=str(seq))
         bodies = [r[1] for r in chunk]
-        hashed = b"".join([sha(b"\x00" + b).digest() for b in bodies])
+        hashed = b"".join(merkle.leaf_hashes(bodies))
         spans.check(expected, bodies)
         leaves.append(hashed)
         expected += m
