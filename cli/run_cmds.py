@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from evaluators.fold import parse_attempt_id
 from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
@@ -79,8 +80,8 @@ class BarProgress(LineProgress):
         self.task_id = self.bar.add_task("starting", total=total)
 
     def phase(self, attempt_id: str, phase: str) -> None:
-        parts = attempt_id.split("/")
-        self.phases[attempt_id] = f"{parts[1] if len(parts) > 1 else attempt_id}: {phase}"
+        parsed = parse_attempt_id(attempt_id)
+        self.phases[attempt_id] = f"{parsed[1] if parsed else attempt_id}: {phase}"
         self.bar.update(self.task_id, description=", ".join(list(self.phases.values())[-2:]))
 
     def finished(self, result: AttemptResult) -> None:

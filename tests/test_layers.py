@@ -90,3 +90,15 @@ def test_one_rfc6962_leaf_hash() -> None:
     users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
                    if pattern.search(p.read_text(encoding="utf-8")))
     assert users == ["ledger/journal/merkle.py"]
+
+
+def test_attempt_ids_are_parsed_only_by_parse_attempt_id() -> None:
+    """No module splits an attempt id by hand: evaluators.fold.parse_attempt_id is the one parser."""
+    import re
+
+    by_hand = re.compile(r'attempt.*\.r?split\("/"')
+    for path in _source_files():
+        if path == ROOT / "evaluators/fold.py":  # where parse_attempt_id lives
+            continue
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            assert not by_hand.search(line), f"{path.relative_to(ROOT)}:{lineno} splits an attempt id"

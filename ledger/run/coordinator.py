@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 import ledger
 from attest.attestation import COMMITMENT_KEY_LABEL
+from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
@@ -381,9 +382,9 @@ class Coordinator:
         """(task, agent, repeat) of every slot of the run with a ``completed`` try."""
         out: set[tuple[str, str, int]] = set()
         for e in self.journal.entries(run=self.plan.run_id, kind="attempt.finished"):
-            parts = str(e.data.get("attempt", "")).split("/")
-            if e.data.get("status") == "completed" and len(parts) == 5 and parts[3].isdigit():
-                out.add((parts[1], parts[2], int(parts[3])))
+            parsed = parse_attempt_id(str(e.data.get("attempt", "")))
+            if e.data.get("status") == "completed" and parsed is not None:
+                out.add(parsed[1:4])
         return out
 
     def _judge(self) -> None:
@@ -420,6 +421,11 @@ class Coordinator:
         run_id = self.plan.run_id
         data = recorded_view_data(self.journal.entries(run=run_id), run_id)
         self.journal.append("view.recorded", data, run=run_id)
+
+
+def _task_of(attempt_id: str) -> str | None:
+    parsed = parse_attempt_id(attempt_id)
+    return parsed[1] if parsed is not None else None
 
 
 def execute_run(
@@ -462,7 +468,7 @@ def execute_run(
                 coordinator.append("attempt.finished", {
                     "attempt": attempt_id, "status": "interrupted",
                     "error": "no result was recorded (the coordinator stopped)",
-                }, task=attempt_id.split("/")[1])
+                }, task=_task_of(attempt_id))
             coordinator.attest_missing()
             coordinator.append("run.resumed", {
                 "remaining": [s.attempt_id(plan.run_id) for s in plan.slots]})

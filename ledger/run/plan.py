@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from evaluators.fold import parse_attempt_id
 from ledger.errors import NotFound, NothingToRun, TaskError, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
@@ -137,10 +138,11 @@ def _replay_files(journal: Journal, run_prefix: str, tasks: Sequence[Task]) -> d
     best: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
     for e in journal.entries(run=run_id, kind="diff"):
         attempt = str(e.data.get("attempt", ""))
-        parts = attempt.split("/")
-        if e.task is None or len(parts) != 5:
+        parsed = parse_attempt_id(attempt)
+        if e.task is None or parsed is None:
             continue
-        rank = (1 if finished.get(attempt) == "completed" else 0, -int(parts[3]), int(parts[4]))
+        _run, _task, _agent, repeat, try_no = parsed
+        rank = (1 if finished.get(attempt) == "completed" else 0, -repeat, try_no)
         if e.task not in best or rank > best[e.task][0]:
             best[e.task] = (rank, e.data)
     out: dict[str, Any] = {}
@@ -266,9 +268,9 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
         elif e.kind == "attempt.finished":
             attempt = str(e.data.get("attempt"))
             open_attempts.pop(attempt, None)
-            parts = attempt.split("/")
-            if len(parts) == 5 and e.data.get("status") in FINAL_STATUSES:
-                done.add((parts[1], parts[2], int(parts[3])))
+            parsed = parse_attempt_id(attempt)
+            if parsed is not None and e.data.get("status") in FINAL_STATUSES:
+                done.add(parsed[1:4])
     repeat = int(rec_cfg.get("repeat", 1))
     slots = [
         Slot(t, a, r, tries.get((t.id, a.name, r), 0) + 1)
