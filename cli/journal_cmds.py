@@ -257,6 +257,7 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
 def public_key_arg(vkey: str) -> bytes:
     """The raw Ed25519 key of --vkey: a C2SP vkey, PEM or securesystemslib JSON (text or file)."""
     from attest.dsse import parse_public_key
+    from ledger.journal.note import Verifier
 
     p = Path(vkey)
     text = p.read_text(encoding="utf-8") if p.is_file() else vkey

@@ -76,9 +76,10 @@ def test_verify_dsse_accepts_every_key_format(run_home: tuple[Path, str], tmp_pa
     assert code == 0
     keyfile = tmp_path / f"key.{fmt}"
     keyfile.write_text(key, encoding="utf-8")
-    code, stdout, err = invoke(home, "verify", "--dsse", str(out), "--vkey", str(keyfile))
+    elsewhere = tmp_path / "no-ledger-here"  # an outsider: the file and the key, no journal
+    code, stdout, err = invoke(elsewhere, "verify", "--dsse", str(out), "--vkey", str(keyfile))
     assert code == 0, err
-    assert "OK: DSSE envelope" in stdout
+    assert "OK: DSSE envelope" in stdout and not elsewhere.exists()
 
 
 # One tamper case per field of the envelope; each must be refused with exit 1.
