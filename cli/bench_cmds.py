@@ -136,7 +136,7 @@ def _bench(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[st
     from ledger.bench import inputs
 
     if show_costs:
-        return _show_costs(pricing_file, as_json)
+        return _show_costs(ctx.home.path, pricing_file, as_json)
     inputs_given = [name for name, given in (("--prompt", prompt is not None), ("--files", bool(files)),
                                              ("--diff", diff_ref is not None), ("--corpus", corpus))
                     if given]
@@ -181,14 +181,16 @@ def _bench(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[st
     return _run(ctx, task, opts, out_dir, no_report, as_json)
 
 
-def _show_costs(pricing_file: str | None, as_json: bool) -> int:
-    from ledger.run.costs import PRICES_AS_OF, load_pricing, pricing_rows
+def _show_costs(ledger_dir: Path, pricing_file: str | None, as_json: bool) -> int:
+    from ledger.run.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
 
-    rows = pricing_rows(load_pricing(Path(pricing_file) if pricing_file else None))
+    table, user_file = resolve_pricing(ledger_dir, Path(pricing_file) if pricing_file else None)
+    rows = pricing_rows(table)
     if as_json:
-        emit_json({"as_of": PRICES_AS_OF, "models": rows})
+        emit_json({"as_of": PRICES_AS_OF, "user_file": str(user_file) if user_file else None,
+                   "models": rows})
         return EXIT_OK
-    from ledger.bench.report import _grid
+    from cli.table import grid as _grid
 
     click.echo(f"Prices in $ per million tokens (built-in table as of {PRICES_AS_OF}; "
                "--pricing FILE overrides)")
@@ -200,8 +202,8 @@ def _show_costs(pricing_file: str | None, as_json: bool) -> int:
 
 
 def _compare(ctx: Ctx, refs: tuple[str, ...], out_dir: Path, as_json: bool) -> int:
+    from cli.table import grid as _grid
     from ledger.bench.compare import compare_runs
-    from ledger.bench.report import _grid
 
     journal = _journal(ctx)
     try:
@@ -285,8 +287,8 @@ def _dry_run(ctx: Ctx, task: Any, opts: Any, as_json: bool) -> int:
 
 
 def _run(ctx: Ctx, task: Any, opts: Any, out_dir: Path, no_report: bool, as_json: bool) -> int:
+    from cli.bench_report import render_summary, render_table, write_reports
     from ledger.bench.leaderboard import export_v2
-    from ledger.bench.report import render_summary, render_table, write_reports
     from ledger.bench.runner import run_bench
 
     _progress(f"BENCHMARK RUN | Mode: {task.mode} | Task: {task.title} | hash {task.task_hash[:12]}")

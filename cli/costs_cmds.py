@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
-from ledger.run.costs import PRICES_AS_OF, default_pricing_file, load_pricing, pricing_rows
+from ledger.run.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
 
 
 @click.command()
@@ -18,8 +18,8 @@ from ledger.run.costs import PRICES_AS_OF, default_pricing_file, load_pricing, p
 @pass_ctx
 def costs(ctx: Ctx, pricing_file: Path | None, as_json: bool) -> None:
     """Print the price table ($ per million tokens) used to estimate costs."""
-    user_file = pricing_file or default_pricing_file(ctx.home.path)
-    rows = pricing_rows(load_pricing(user_file))
+    table, user_file = resolve_pricing(ctx.home.path, pricing_file)
+    rows = pricing_rows(table)
     if as_json:
         emit_json({"as_of": PRICES_AS_OF, "user_file": str(user_file) if user_file else None,
                    "models": rows})

@@ -11,6 +11,7 @@ import click
 
 from cli.journal_cmds import resolve_verifier
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.table import grid as _table
 from evaluators.compare import COMPONENTS, compare
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from evaluators.views import EVALUATOR_VERSION, compute_views, replay
@@ -66,19 +67,6 @@ def _fmt(value: Any, digits: int = 4) -> str:
 
 def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
-    if md:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        return out
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
-    return lines
 
 
 def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool) -> str:

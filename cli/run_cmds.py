@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.table import grid as _table
 from evaluators.fold import parse_attempt_id
 from ledger.errors import UsageError
 from ledger.home import LedgerHome
@@ -112,12 +113,6 @@ def _attest_cell(r: AttemptResult) -> str:
 
 def _secs(value: float | None) -> str:
     return f" ({value:.1f}s)" if isinstance(value, int | float) else ""
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
 def render_summary(s: RunSummary, saved: bool) -> str:

@@ -33,9 +33,10 @@ _MISSING_NAME = (
     re.compile(r"name '([^']+)' is not defined"),
     re.compile(r"has no attribute '([^']+)'"),
 )
-_TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
-_STUB = re.compile(r"raise NotImplementedError|^\s*\.\.\.\s*(?:#.*)?$|^\s*pass\s*#.*\bstub\b",
-                   re.IGNORECASE)
+# The markers the offline judges count in added lines (the bench judge imports these too).
+TODO_MARK = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
+STUB_MARK = re.compile(r"raise NotImplementedError|^\s*\.\.\.\s*(?:#.*)?$|^\s*pass\s*#.*\bstub\b",
+                       re.IGNORECASE)
 _CONFLICT = re.compile(r"^(?:<{7} |={7}$|>{7} )")
 
 
@@ -192,8 +193,8 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         regressions=regressions, diff_recorded=a.diff_recorded, changed_files=changed,
         changed_lines=changed_lines, conflict=a.conflict_markers or a.apply_failed or patch_conflict,
         apply_failed=a.apply_failed,
-        todo_markers=sum(1 for line in added if _TODO.search(line)),
-        stub_markers=sum(1 for line in added if _STUB.search(line)),
+        todo_markers=sum(1 for line in added if TODO_MARK.search(line)),
+        stub_markers=sum(1 for line in added if STUB_MARK.search(line)),
         hallucinated_names=hallucinated, missing_names=sorted(missing),
         out_of_scope_files=out_of_scope, writes_outside_worktree=sorted(a.writes_outside),
         observed=a.trace in ("strace", "transcript") or a.activity > 0,

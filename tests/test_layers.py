@@ -102,3 +102,10 @@ def test_attempt_ids_are_parsed_only_by_parse_attempt_id() -> None:
             continue
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not by_hand.search(line), f"{path.relative_to(ROOT)}:{lineno} splits an attempt id"
+
+
+def test_one_table_renderer() -> None:
+    """Text and Markdown tables are drawn only by cli/table.py (the rest call cli.table.grid)."""
+    users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
+                   if '"---" for _ in' in p.read_text(encoding="utf-8"))
+    assert users == ["cli/table.py"]

@@ -10,14 +10,17 @@ else the two newest report files). :func:`compare_exports` is pure.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ledger.bench.leaderboard import export_v2, leaderboard_from_entries
-from ledger.bench.report import REPORT_NAME
 from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal.journal import Journal
+
+# The report files `ledger bench` writes (cli/bench_report.py): benchmark-NNN-<slug>.md|json
+REPORT_NAME = re.compile(r"^benchmark-(\d{3,})-(.+)\.(md|json)$")
 
 
 def _journal_bench_runs(journal: Journal | None) -> list[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -30,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evaluators.facts import STUB_MARK, TODO_MARK
 from ledger.bench import judge as jd
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
 from ledger.bench.inputs import BenchTask
@@ -38,7 +38,9 @@ from ledger.bench.responses import code_files, extract_answer, language_of, rend
 from ledger.errors import LedgerError, NothingToRun, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
+from ledger.journal.keys import load_or_init_keys
 from ledger.run.contracts import AttemptContext, Usage
+from ledger.run.plan import new_run_id
 
 TEXT_LIMIT = 200_000  # characters of an answer kept in the journal (head + tail)
 PROMPT_LIMIT = 200_000
@@ -51,10 +53,6 @@ MAX_ARG_BYTES = 120_000  # a prompt travels as one argv element (Linux limit 128
 DEFAULT_TIMEOUT_S = 600.0
 JUDGE_CANDIDATES = ("claude", "codex", "gemini", "cursor-agent")
 NOT_STORED = "[task text not stored: --no-snapshot]"
-# What the offline judge counts against an answer (the same markers the golden judge counts).
-TODO_MARK = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
-STUB_MARK = re.compile(r"raise NotImplementedError|^\s*\.\.\.\s*(?:#.*)?$|^\s*pass\s*#.*\bstub\b",
-                       re.IGNORECASE)
 
 Progress = Callable[[str], None]
 
@@ -147,7 +145,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def new_bench_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom) -> str:
-    return f"b-{now.strftime('%Y%m%dT%H%M%SZ')}-{rng(3).hex()}"
+    """``b-<UTC time>-<6 hex>``: a run id (``ledger.run.plan.new_run_id``) marked as a bench."""
+    return new_run_id(now, rng, prefix="b")
 
 
 # ------------------------------------------------------------------------------- agents
@@ -706,14 +705,6 @@ class _Bench:
         self.judging()
 
 
-def _keys(home: LedgerHome) -> Any:
-    from ledger.journal.keys import ALL_FILES, init_keys, load_keys, new_key_name
-
-    if not any((home.keys_dir / name).exists() for name in ALL_FILES):
-        return init_keys(home.keys_dir, name=new_key_name())
-    return load_keys(home.keys_dir)
-
-
 def _harness() -> str:
     from ledger.run.agents import harness_version
 
@@ -739,18 +730,11 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     for reason in skipped:
         say(f"warning: skipping {reason}")
     judges, fallback, why = resolve_judges(opts.judges, contestants, home)
-    pricing = None
-    if opts.pricing_file is not None:
-        from ledger.run.costs import load_pricing
+    from ledger.run.costs import resolve_pricing
 
-        pricing = load_pricing(opts.pricing_file)
-    else:
-        from ledger.run.costs import default_pricing_file, load_pricing
-
-        found = default_pricing_file(home.path)
-        pricing = load_pricing(found) if found else None
+    pricing, _file = resolve_pricing(home.path, opts.pricing_file)
     home.path.mkdir(parents=True, exist_ok=True)
-    keys = _keys(home)
+    keys = load_or_init_keys(home.keys_dir)
     run_id = new_bench_run_id(now(), rng)
     seed = opts.seed if opts.seed is not None else int.from_bytes(rng(4), "big")
     journal = Journal.open(home.journal_path, create=True, harness=True)

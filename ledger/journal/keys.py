@@ -213,6 +213,14 @@ def load_keys(keys_dir: Path) -> KeyRing:
     return KeyRing(master_secret=master, signer=signer, key_name=signer.name)
 
 
+def load_or_init_keys(keys_dir: Path) -> KeyRing:
+    """The keys a run or bench signs with: loaded, or made under a fresh name when the folder has
+    none of the key files yet (a partial set is loaded, and refused with the reason)."""
+    if not any((Path(keys_dir) / name).exists() for name in ALL_FILES):
+        return init_keys(Path(keys_dir), name=new_key_name())
+    return load_keys(Path(keys_dir))
+
+
 def _parse_skey(text: str) -> tuple[Signer | None, str]:
     """Parse a signer key; the error text comes from note.py, which never quotes secrets."""
     try:

@@ -51,9 +51,9 @@ from ledger.run.contracts import (
     no_filter,
 )
 from ledger.run.executors.contract import AttemptStopped
+from ledger.run.process import bound_text
 from ledger.run.workspace import (
     Workspace,
-    bound_text,
     create_workspace,
     install_hidden_tests,
     remove_tree,

@@ -47,6 +47,7 @@ from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
+from ledger.journal.keys import load_or_init_keys
 from ledger.run.config import LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors import Executor, make_executor
@@ -139,17 +140,9 @@ class _InterruptGate:
 
 
 def _pricing(home: LedgerHome) -> Any:
-    from ledger.run.costs import default_pricing_file, load_pricing
+    from ledger.run.costs import resolve_pricing
 
-    return load_pricing(default_pricing_file(home.path))
-
-
-def _keys(home: LedgerHome) -> Any:
-    from ledger.journal.keys import ALL_FILES, init_keys, load_keys, new_key_name
-
-    if not any((home.keys_dir / name).exists() for name in ALL_FILES):
-        return init_keys(home.keys_dir, name=new_key_name())
-    return load_keys(home.keys_dir)
+    return resolve_pricing(home.path)[0]
 
 
 class Coordinator:
@@ -455,7 +448,7 @@ def execute_run(
         executor_factory = functools.partial(
             make_executor, ray_address=request.ray_address or cfg.run.ray_address)
     home.path.mkdir(parents=True, exist_ok=True)
-    keys = _keys(home)
+    keys = load_or_init_keys(home.keys_dir)
     journal = Journal.open(home.journal_path, create=True, harness=True)
     try:
         if request.resume:

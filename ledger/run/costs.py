@@ -142,6 +142,14 @@ def default_pricing_file(ledger_dir: Path) -> Path | None:
     return None
 
 
+def resolve_pricing(ledger_dir: Path, user_file: Path | None = None) -> tuple[dict[str, Price], Path | None]:
+    """The one price table of a ledger: the built-in prices overridden by ``user_file``, else by
+    ``<ledger>/pricing.toml|json`` when present; returns the table and the file it read (if any).
+    ``ledger costs``, ``ledger bench --show-costs``, ``ledger run`` and ``ledger bench`` all use it."""
+    found = user_file or default_pricing_file(ledger_dir)
+    return load_pricing(found), found
+
+
 def find_price(name: str | None, pricing: Mapping[str, Price]) -> tuple[str, Price] | None:
     """The entry for a model (exact, then longest prefix) or an agent's default model."""
     if not name:

@@ -96,8 +96,9 @@ def _check_trace(mode: str) -> None:
     resolve_trace(mode)
 
 
-def new_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom) -> str:
-    return f"r-{now.strftime('%Y%m%dT%H%M%SZ')}-{rng(3).hex()}"
+def new_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom, *, prefix: str = "r") -> str:
+    """``<prefix>-<UTC time>-<6 hex>``: ``r`` for a run, ``b`` for a bench (the one id maker)."""
+    return f"{prefix}-{now.strftime('%Y%m%dT%H%M%SZ')}-{rng(3).hex()}"
 
 
 def _agent_infos(agents: Sequence[Any], specs: Sequence[str]) -> list[AgentInfo]:

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ledger.errors import TaskError
+from ledger.run.process import bound_text
 from ledger.tasks.model import Task
 
 BASE_MESSAGE = "starting state"
@@ -199,14 +200,6 @@ def install_hidden_tests(ws: Workspace, task: Task) -> Path:
 
 
 # --------------------------------------------------------------------------- diff
-
-
-def bound_text(text: str, limit: int) -> tuple[str, bool, int]:
-    """(head of ``text`` within ``limit`` UTF-8 bytes, truncated?, total bytes)."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if len(raw) <= limit:
-        return text, False, len(raw)
-    return raw[:limit].decode("utf-8", "ignore"), True, len(raw)
 
 
 def _file_content(path: Path, limit: int, redact: Redact) -> str | None:

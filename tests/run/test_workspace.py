@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.run.process import bound_text
 from ledger.run.workspace import (
     BASE_MESSAGE,
-    bound_text,
     create_workspace,
     git_env,
     install_hidden_tests,

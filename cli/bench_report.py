@@ -12,15 +12,14 @@ file is the v2.0 object of the existing tool (:func:`ledger.bench.leaderboard.ex
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cli.table import grid as _grid
+from ledger.bench.compare import REPORT_NAME
 from ledger.bench.leaderboard import export_v2
 from ledger.errors import UsageError
-
-REPORT_NAME = re.compile(r"^benchmark-(\d{3,})-(.+)\.(md|json)$")
 
 
 def _num(x: Any) -> str:
@@ -74,18 +73,6 @@ def table_rows(view: Mapping[str, Any]) -> list[list[str]]:
              _num(r["test_score"]), _time(r["time_s"]), _cost(r), _tokens(r),
              _signed(r["adversarial_delta"]), _signed(r["self_eval_bias"]), str(r["status"])]
             for r in view["rows"]]
-
-
-def _grid(headers: Sequence[str], rows: Sequence[Sequence[str]], md: bool) -> list[str]:
-    if md:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        return out
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
-    return lines
 
 
 def render_table(view: Mapping[str, Any], md: bool = False) -> str:
