@@ -10,12 +10,20 @@
 * speed-up: a sleep-1s ``cmd:`` agent, 20 attempts, ``--parallel 2`` vs ``--parallel 1`` wall
   time (target >= 1.7).
 * volume: journal entries and bytes per attempt for both workloads.
+* traced: the five smoke tasks with the ``demo`` agent under ``--trace strace`` (skipped with a
+  reason when strace does not work here). Per attempt: journal entries and bytes (targets <= 150
+  and <= 150 KB) and *harness time*: the attempt's wall time (journal timestamps) minus the time
+  the worker spent waiting on child processes (agent, tests, signals, git; measured by
+  ``timing_runner.py``). With ``inspect-ai`` installed, Inspect AI's per-sample time on the same
+  five tasks runs in the same process run (``inspect_side.py``) and the ratio is reported
+  (target <= 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +41,7 @@ from ledger.run.coordinator import execute_run  # noqa: E402
 from ledger.run.plan import RunRequest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import timing_runner  # noqa: E402
 from bench_task import make_home  # noqa: E402
 
 
@@ -74,6 +83,109 @@ def attempt_stats(home: LedgerHome, run_id: str) -> dict[str, Any]:
     }
 
 
+def traced_smoke() -> dict[str, Any]:
+    """The five smoke tasks, demo agent, strace: volume and harness time per attempt."""
+    from ledger.run import trace
+
+    ok, reason = trace.strace_status()
+    if not ok:
+        return {"skipped": reason}
+    executor_cls = _local_executor()
+    defaults = executor_cls.__init__.__kwdefaults__
+    old_runner = defaults["runner"]
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-traced-") as tmp:
+        children = Path(tmp) / "children"
+        children.mkdir()
+        home = LedgerHome(Path(tmp) / ".ledger")
+        old_env = os.environ.get(timing_runner.ENV)
+        os.environ[timing_runner.ENV] = str(children)
+        defaults["runner"] = "timing_runner:run_attempt"
+        try:
+            req = RunRequest(tiers=("smoke",), agents=("demo",), repeat=1, parallel=1,
+                             trace="strace")
+            t0 = time.perf_counter()
+            summary = execute_run(home, req)
+            wall = time.perf_counter() - t0
+        finally:
+            defaults["runner"] = old_runner
+            if old_env is None:
+                os.environ.pop(timing_runner.ENV, None)
+            else:
+                os.environ[timing_runner.ENV] = old_env
+        with Journal.open(home.journal_path) as j:
+            items = list(j.entries(run=summary.run_id))
+        per: dict[str, dict[str, Any]] = {}
+        for e in items:
+            aid = e.data.get("attempt")
+            if not isinstance(aid, str):
+                continue
+            p = per.setdefault(aid, {"entries": 0, "bytes": 0, "tests": 0.0, "kinds": {}})
+            p["entries"] += 1
+            p["bytes"] += len(e.raw)
+            p["kinds"][e.kind] = p["kinds"].get(e.kind, 0) + 1
+            if e.kind == "attempt.started":
+                p["start"] = e.ts / 1e9
+            elif e.kind == "attempt.finished":
+                p["end"] = e.ts / 1e9
+            elif e.kind == "agent.finished":
+                p["agent"] = float(e.data["wall_s"])
+            elif e.kind in ("test.baseline", "test.result"):
+                p["tests"] += float(e.data["duration_s"])
+            elif e.kind == "attestation":
+                p["verdict"] = e.data["attestation"].get("verdict")
+        rows = []
+        for aid, p in sorted(per.items()):
+            f = timing_runner.child_file(children, aid)
+            intervals = json.loads(f.read_text()) if f.exists() else []
+            waited = timing_runner.union_s(intervals, p["start"], p["end"])
+            wall_ms = 1000 * (p["end"] - p["start"])
+            rows.append({
+                "attempt": aid.split("/")[1],
+                "entries": p["entries"],
+                "bytes": p["bytes"],
+                "wall_ms": round(wall_ms, 1),
+                "children_ms": round(1000 * waited, 1),
+                "harness_ms": round(wall_ms - 1000 * waited, 1),
+                "agent_ms": round(1000 * p.get("agent", 0.0), 1),
+                "tests_ms": round(1000 * p["tests"], 1),
+                "verdict": p.get("verdict"),
+                "top_kinds": dict(sorted(p["kinds"].items(), key=lambda kv: -kv[1])[:4]),
+            })
+    n = len(rows)
+    out: dict[str, Any] = {
+        "attempts": n,
+        "run_wall_s": round(wall, 2),
+        "entries_per_attempt_max": max(r["entries"] for r in rows),
+        "entries_per_attempt_median": statistics.median(r["entries"] for r in rows),
+        "bytes_per_attempt_max": max(r["bytes"] for r in rows),
+        "bytes_per_attempt_median": statistics.median(r["bytes"] for r in rows),
+        "harness_ms_median": round(statistics.median(r["harness_ms"] for r in rows), 1),
+        "entries_target": 150,
+        "bytes_target": 150_000,
+        "per_attempt": rows,
+    }
+    out["entries_ok"] = out["entries_per_attempt_max"] <= 150
+    out["bytes_ok"] = out["bytes_per_attempt_max"] <= 150_000
+    return out
+
+
+def _local_executor() -> Any:
+    try:
+        from ledger.run.executors.local import LocalExecutor  # the layout after issue 16
+    except ImportError:
+        from ledger.run.executor import LocalExecutor
+    return LocalExecutor
+
+
+def inspect_side() -> dict[str, Any]:
+    """Inspect AI on the same five tasks, same machine, same run (when inspect-ai is installed)."""
+    try:
+        import inspect_side as side
+    except ImportError as exc:  # inspect-ai missing
+        return {"skipped": f"inspect-ai not installed ({exc})"}
+    return side.measure()
+
+
 def python_spawn_ms(n: int = 10) -> float:
     samples = []
     for _ in range(n):
@@ -87,7 +199,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--attempts", type=int, default=20)
+    parser.add_argument("--only", choices=["all", "traced"], default="all",
+                        help="traced: only the strace smoke section and Inspect AI beside it")
     args = parser.parse_args()
+    if args.only == "traced":
+        traced = traced_smoke()
+        result = {"benchmark": "run", "traced": traced, "inspect": inspect_side()}
+        _ratio(result)
+        _print(result, args.json)
+        return
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         home = make_home(Path(tmp))
         spawn = python_spawn_ms()
@@ -118,7 +238,23 @@ def main() -> None:
             "overhead_ms_median_parallel2": sleep_stats["overhead_ms_median"],
         },
     }
-    if args.json:
+    result["traced"] = traced_smoke()
+    result["inspect"] = inspect_side()
+    _ratio(result)
+    _print(result, args.json)
+
+
+def _ratio(result: dict[str, Any]) -> None:
+    traced, side = result["traced"], result["inspect"]
+    if "harness_ms_median" in traced and "harness_ms_median" in side:
+        ratio = traced["harness_ms_median"] / max(side["harness_ms_median"], 0.1)
+        result["harness_vs_inspect"] = round(ratio, 2)
+        result["harness_vs_inspect_target"] = 2.0
+        result["harness_vs_inspect_ok"] = ratio <= 2.0
+
+
+def _print(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         for key, value in result.items():

@@ -1,0 +1,73 @@
+"""A worker-side wrapper of the attempt runner that times every child process (benchmarks only).
+
+``benchmarks/run.py`` points the local executor at ``timing_runner:run_attempt``. It runs the
+normal attempt code with ``subprocess.Popen`` instrumented: each child's interval runs from the
+``Popen`` call to the moment the worker reaps it. The intervals of one attempt are written as JSON
+to ``$LEDGER_BENCH_CHILDREN/<sha256 of the attempt id>.json``, so the benchmark can subtract the
+time spent waiting on children (agent, tests, signals, git) from the attempt's wall time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+ENV = "LEDGER_BENCH_CHILDREN"
+
+
+def child_file(directory: Path, attempt_id: str) -> Path:
+    return directory / (hashlib.sha256(attempt_id.encode()).hexdigest() + ".json")
+
+
+def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
+    from ledger.run.attempt import run_attempt as real
+
+    intervals: list[tuple[float, float]] = []
+    orig_init = subprocess.Popen.__init__
+    orig_handle = subprocess.Popen._handle_exitstatus  # type: ignore[attr-defined]
+
+    def init(self: Any, *a: Any, **k: Any) -> None:
+        self._bench_t0 = time.time()
+        orig_init(self, *a, **k)
+
+    def handle(self: Any, *a: Any, **k: Any) -> Any:
+        out = orig_handle(self, *a, **k)
+        t0 = self.__dict__.pop("_bench_t0", None)
+        if t0 is not None:
+            intervals.append((t0, time.time()))
+        return out
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+    subprocess.Popen._handle_exitstatus = handle  # type: ignore[attr-defined]
+    try:
+        return real(plan, emit, **kw)
+    finally:
+        subprocess.Popen.__init__ = orig_init  # type: ignore[method-assign]
+        subprocess.Popen._handle_exitstatus = orig_handle  # type: ignore[attr-defined]
+        directory = os.environ.get(ENV)
+        if directory:
+            child_file(Path(directory), plan.attempt_id).write_text(json.dumps(intervals))
+
+
+def union_s(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """Seconds of ``[start, end]`` covered by at least one interval."""
+    total = 0.0
+    cur_s: float | None = None
+    cur_e = 0.0
+    for s, e in sorted((max(s, start), min(e, end)) for s, e in intervals):
+        if e <= s:
+            continue
+        if cur_s is None or s > cur_e:
+            if cur_s is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_s is not None:
+        total += cur_e - cur_s
+    return total
