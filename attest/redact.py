@@ -225,6 +225,13 @@ class Redactor:
         """Committed digests found in ``text``: windows, a whole file, and redaction markers."""
         return sorted(self.digests(text))
 
+    def evidence(self, text: str) -> str:
+        """The markers of every committed digest found in ``text`` (windows, a whole file, markers
+        it already holds), sorted by digest, concatenated; "" when none. This is what a read
+        outside the worktree keeps instead of its content: the scan and a key-free verifier read
+        the digests back from the markers, and no plaintext is kept."""
+        return "".join(dg.marker(d) for d in sorted(self.digests(text)))
+
     def digests(self, text: str) -> set[bytes]:
         if not isinstance(text, str) or not text:
             return set()

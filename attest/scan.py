@@ -5,7 +5,8 @@
         matches (seq, class): content | path | read-scope | write-scope | network
         verdict: DIRTY (any match) / UNOBSERVED (activity not captured) / CLEAN
 
-Inflow (what reached the agent) is matched against the commitment: ``fs.read`` content,
+Inflow (what reached the agent) is matched against the commitment: ``fs.read`` content and
+``evidence`` (the markers a read outside the worktree keeps instead of its content),
 ``tool.result`` output, ``net.response`` content, and ``agent.output`` text (the agent process's
 stdout/stderr, which carries what its subprocesses printed: ``cat``, test output). Outflow (what
 the agent authored) is not contamination: ``tool.call`` input, ``proc.exec`` argv, ``fs.write``
@@ -23,6 +24,10 @@ Echo rule (so that an agent reading back its own work stays CLEAN):
   excuse the read;
 - ``agent.output`` is one aggregate per stream with no timing inside, so it is matched against
   everything produced or echoed in the whole attempt.
+
+Folded reads (``fs.read.summary``: interpreter and system files, each with a digest and a count,
+kept only when their content matched nothing) are checked for path and read scope, one match per
+class for the whole entry.
 
 Path rule: a read outside the worktree whose resolved path (or an ancestor directory, a suffix
 of two or more components, or a hidden test's basename) is committed is a ``path`` match, as is
@@ -44,8 +49,8 @@ from ledger.errors import MalformedInput, UsageError, VerificationError
 from ledger.journal.codec import Entry, canonical_bytes
 
 ACTIVITY_KINDS = frozenset({
-    "fs.read", "fs.write", "proc.exec", "net.connect", "net.response", "tool.call",
-    "tool.result", "agent.output", "diff",
+    "fs.read", "fs.read.summary", "fs.write", "proc.exec", "net.connect", "net.response",
+    "tool.call", "tool.result", "agent.output", "diff",
 })
 MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network")
 SCOPE_CLASSES = frozenset({"read-scope", "write-scope", "network"})
@@ -352,6 +357,21 @@ class _Scan:
             if hit:
                 self.add(e, "path", hit)
 
+    def summary(self, e: Entry) -> None:
+        """Folded reads (no content, no evidence by construction): paths and scope only. A file
+        inside the worktree has no place here and counts as read outside it."""
+        files = e.data.get("files")
+        hits: set[bytes] = set()
+        for item in files if isinstance(files, list) else ():
+            where = _text(item[0]) if isinstance(item, list) and item else ""
+            if not where:
+                continue
+            hits |= self.scanner.path_digests([where])
+            if not self.policy.read_allowed(where):
+                self.add(e, "read-scope", detail=where)
+        if hits:
+            self.add(e, "path", hits)
+
     def entry(self, e: Entry) -> None:
         d, kind, pol = e.data, e.kind, self.policy
         if d.get("source") == "transcript":
@@ -360,6 +380,7 @@ class _Scan:
             where = _text(d.get("resolved")) or _text(d.get("path"))
             inside = pol.in_worktree(where) if where.startswith("/") else bool(d.get("in_worktree"))
             found = self.scanner.digests(_text(d.get("content")))
+            found |= self.scanner.digests(_text(d.get("evidence")))
             if inside:
                 self.echo(found)
                 return
@@ -369,6 +390,8 @@ class _Scan:
             if where and not pol.read_allowed(where):
                 self.add(e, "read-scope", detail=where)
             self.inflow(e, found)
+        elif kind == "fs.read.summary":
+            self.summary(e)
         elif kind == "fs.write":
             where = _text(d.get("resolved")) or _text(d.get("path"))
             inside = pol.in_worktree(where) if where.startswith("/") else bool(d.get("in_worktree"))

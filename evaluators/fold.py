@@ -19,8 +19,9 @@ from ledger.journal.codec import Entry
 # Every kind docs/VOCABULARY.md lists. Kinds outside this set are "unknown" (ignored, counted).
 KNOWN_KINDS = frozenset({
     "run.started", "run.resumed", "run.finished", "view.recorded",
-    "attempt.started", "commitment", "test.baseline", "agent.started", "fs.read", "fs.write",
-    "proc.exec", "net.connect", "tool.call", "tool.result", "agent.output", "agent.finished",
+    "attempt.started", "commitment", "test.baseline", "agent.started", "fs.read",
+    "fs.read.summary", "fs.write", "proc.exec", "net.connect", "tool.call", "tool.result",
+    "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
 })
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
@@ -325,6 +326,18 @@ def _on_fs_read(state: FoldState, entry: Entry) -> None:
     a.activity += 1
 
 
+def _on_fs_read_summary(state: FoldState, entry: Entry) -> None:
+    files = entry.data.get("files")
+    if type(files) is not list or not all(
+            type(f) is list and f and type(f[0]) is str for f in files):
+        raise _Malformed("files")
+    a = _attempt(state, entry)
+    for f in files:
+        a.reads.add(f[0])
+        a.read_names.add(f[0])
+    a.activity += 1
+
+
 def _on_fs_write(state: FoldState, entry: Entry) -> None:
     d = entry.data
     a = _attempt(state, entry)
@@ -475,6 +488,7 @@ _HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
     "agent.started": _on_agent_started,
     "commitment": _on_attempt_known,
     "fs.read": _on_fs_read,
+    "fs.read.summary": _on_fs_read_summary,
     "fs.write": _on_fs_write,
     "proc.exec": _on_activity,
     "net.connect": _on_activity,

@@ -40,7 +40,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError, TaskError
 from ledger.run.contracts import (
@@ -60,6 +60,9 @@ from ledger.run.workspace import (
     take_diff,
 )
 from ledger.tasks.model import Signal, Task
+
+if TYPE_CHECKING:
+    from attest.redact import Redactor
 
 TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
 MESSAGE_LIMIT = 500  # bytes of a test failure message
@@ -384,7 +387,7 @@ def _resolve(plan: AttemptPlan) -> Any:
     return resolve_agent(plan.agent_spec, config=plan.config.get("named_agents") or {})
 
 
-def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redact]:
+def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redactor]:
     """The ground-truth commitment (emitted before the agent) and the redactor built from it."""
     from attest.material import commitment_for_task
     from attest.redact import Redactor
@@ -576,7 +579,7 @@ def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
 
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-               redact: Redact) -> None:
+               redact: Redactor) -> None:
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, resolve_trace, run_agent_process
 
@@ -608,7 +611,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "version": agent.version(),
     })
     outcome = run_agent_process(
-        invocation, ctx, trace=mode, capture_filter=redact,
+        invocation, ctx, trace=mode, capture_filter=redact, evidence=redact.evidence,
         on_event=lambda ev: out.entry(*_streamed(ev)),
     )
     for kind, data in output_events(outcome):

@@ -13,7 +13,9 @@ process group id is its pid) with stdin on ``/dev/null``, and then, in the calli
   the agent's process group or session, or that the attempt's strace is tracing (strace follows
   every descendant). Each is SIGKILLed and counted. Without strace, a process that scrubbed its
   environment *and* left the session escapes the sweep;
-* with tracing on, parses the strace log into activity events (``ledger.run.trace``).
+* with tracing on, parses the strace log into activity events (``ledger.run.trace``); files
+  read outside the worktree are matched against the commitment with ``evidence`` (the
+  redactor's), and only the markers found are kept.
 
 Every captured text (output, transcript, file contents, argv) has the invocation's secrets replaced
 by ``[REDACTED]`` and then passes through the capture filter before it enters an event or the
@@ -49,7 +51,13 @@ from ledger.run.contracts import (
     Usage,
     no_filter,
 )
-from ledger.run.trace import TraceOptions, parse_strace_log, strace_command, strace_status
+from ledger.run.trace import (
+    Evidence,
+    TraceOptions,
+    parse_strace_log,
+    strace_command,
+    strace_status,
+)
 
 MARKER_ENV = "LEDGER_ATTEMPT"
 MAX_LINE = 4 * 1024 * 1024  # longest stdout line handed to a transcript parser
@@ -339,6 +347,7 @@ def run_agent_process(
     *,
     trace: str = "auto",
     capture_filter: CaptureFilter = no_filter,
+    evidence: Evidence | None = None,
     output_limit: int = 64 * 1024,
     on_event: Callable[[Event], None] | None = None,
     grace_s: float = GRACE_S,
@@ -473,7 +482,8 @@ def run_agent_process(
     if log_path is not None and trace_dir is not None:
         try:
             _wait_tracer(log_path)
-            opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean)
+            opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
+                                evidence=evidence)
             trace_events = parse_strace_log(log_path, opts) if log_path.exists() else []
         finally:
             shutil.rmtree(trace_dir, ignore_errors=True)

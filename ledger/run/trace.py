@@ -14,23 +14,39 @@ The agent runs as ``strace -DDD -f -qq -ttt -y -xx -s 4096 -e trace=... -o LOG -
 * ``-E`` puts the attempt marker in the agent's environment only, never in the tracer's.
 
 Events (see docs/VOCABULARY.md): ``fs.read`` / ``fs.write`` (from the open flags, ``creat``,
-renames, unlinks, ``mkdir``, ``truncate``, links), ``proc.exec`` (successful ``execve``) and
-``net.connect`` (every attempt, including refused and in-progress ones), all with
-``source="strace"``. Failed opens and execs (``ENOENT`` and friends) are skipped: nothing was read
-or run. Pseudo files under ``/dev``, ``/proc`` and ``/sys`` are skipped. Each path is reported
-once per attempt and direction (the first time), each endpoint once.
+renames, unlinks, ``mkdir``, ``truncate``, links), ``fs.read.summary`` (folded reads of
+interpreter and system files), ``proc.exec`` (successful ``execve``) and ``net.connect`` (every
+attempt, including refused and in-progress ones), all with ``source="strace"``. Failed opens and
+execs (``ENOENT`` and friends) are skipped: nothing was read or run. Pseudo files under ``/dev``,
+``/proc`` and ``/sys`` are skipped. Each path is reported once per attempt and direction (the
+first time), each endpoint once. The log is parsed in one streaming pass (``iter_events``): a
+line at a time, only the per-attempt sets of paths seen are kept.
 
-File content for ``fs.read``: regular text files (no NUL byte in the head) have their first
-``content_limit`` bytes captured **when the log is parsed, after the agent ended**: a file the agent
-changed after reading it shows its final content, and a file it deleted shows none. System
-locations (``/usr``, ``/lib``, ``/etc``, the Python installation; ``site-packages`` excepted) and
-the attempt's private config home (``ctx.home``: the agent's own settings and credentials) are
-recorded without content. Every captured text passes through the capture filter.
+What a read keeps is decided **when the log is parsed, right after the agent ended** (a file the
+agent changed after reading it shows its final state, one it deleted shows none):
+
+* inside the worktree: the first ``content_limit`` bytes of a regular text file (no NUL byte in
+  its head), through the capture filter (the ground-truth redactor), as today;
+* outside it: no content at all. The event keeps the path, the file's size and the SHA-256 of the
+  whole file, and the file's text (its first ``scan_limit`` bytes; binary files are not scanned)
+  is matched against the attempt's commitment there and then (``TraceOptions.evidence``, the
+  redactor's ``evidence``): the markers of the committed digests found are kept as ``evidence``,
+  nothing else. A file with evidence keeps no SHA-256 (a plain digest of ground truth would let
+  anyone confirm a guessed answer);
+* interpreter and system files (``/usr``, ``/lib*``, ``/etc``, ..., the Python installation and
+  any ``site-packages``/``dist-packages``) without evidence fold into one ``fs.read.summary``
+  event at the end of the log: each file once, with its SHA-256 and how many times it was opened;
+* the attempt's private config home (``ctx.home``: the agent's own settings and credentials):
+  the path only.
+
+Whole-file digests are cached per process by (path, device, inode, size, mtime, ctime), so a
+worker that runs many attempts hashes the interpreter's files once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -38,7 +54,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +70,20 @@ _SYSCALLS = (
 )
 STRING_LIMIT = 4096
 CONTENT_LIMIT = 16 * 1024
-CONTENT_BUDGET = 4 * 1024 * 1024  # content bytes captured per attempt, all files together
+CONTENT_BUDGET = 4 * 1024 * 1024  # worktree content bytes captured per attempt, all files together
+SCAN_LIMIT = 1024 * 1024  # bytes of one file outside the worktree scanned against the commitment
+BINARY_PROBE = 8192  # a NUL byte in the first BINARY_PROBE bytes makes a file binary (not scanned)
+_HASH_CHUNK = 1024 * 1024
+_DIGEST_CACHE_LIMIT = 100_000
 _PSEUDO = ("/dev/", "/proc/", "/sys/")
 _PSEUDO_EXACT = frozenset({"/dev", "/proc", "/sys"})
 _SYSTEM = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/", "/etc/",
            "/var/lib/", "/var/cache/", "/nix/store/", "/snap/")
+_PACKAGES = (b"/site-packages/", b"/dist-packages/")
+
+Evidence = Callable[[str], str]
+"""text -> the markers of the committed digests found in it ("" when none): the redactor's
+``evidence`` method, bound to the attempt's commitment and key."""
 
 
 def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
@@ -117,6 +142,8 @@ _RET = re.compile(r"^\s*=\s*(-?\d+|0x[0-9a-fA-F]+|\?)(?:<(.*?)>)?(?:\s+([A-Z][A-
 _FD = re.compile(r"^(-?\d+|AT_FDCWD)(?:<(.*)>)?$", re.DOTALL)
 _STRING = re.compile(r'^@?"((?:[^"\\]|\\.)*)"(\.\.\.)?$', re.DOTALL)
 _ESC = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
+_ALL_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2})*")
+_ARG_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[()\[\]{},]')
 _SIMPLE_ESC = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a",
                b"b": b"\b", b"e": b"\x1b"}
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
@@ -124,6 +151,8 @@ _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 
 def unescape(text: str) -> bytes:
     """Bytes of a strace string body (``\\xNN``, octal and C escapes)."""
+    if _ALL_HEX.fullmatch(text):  # what -xx prints: every byte as \xNN
+        return bytes.fromhex(text.replace("\\x", ""))
 
     def one(m: re.Match[bytes]) -> bytes:
         esc = m.group(1)
@@ -140,33 +169,23 @@ def split_args(text: str) -> tuple[list[str], str]:
     """Split ``a, {b, c}, [d], "e"...) = 3<...>`` into top-level args and the text after ``)``."""
     args: list[str] = []
     depth = 0
-    in_str = False
     start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if in_str:
-            if c == "\\":
-                i += 2
-                continue
-            if c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "([{":
+    for m in _ARG_TOKEN.finditer(text):
+        c = m.group()
+        if c[0] == '"':
+            continue
+        if c in "([{":
             depth += 1
         elif c in ")]}":
             if depth == 0 and c == ")":
-                last = text[start:i].strip()
+                last = text[start:m.start()].strip()
                 if last or args:
                     args.append(last)
-                return args, text[i + 1:]
+                return args, text[m.end():]
             depth -= 1
-        elif c == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-        i += 1
+        elif depth == 0:  # a comma
+            args.append(text[start:m.start()].strip())
+            start = m.end()
     tail = text[start:].strip()
     if tail:
         args.append(tail)
@@ -220,7 +239,7 @@ class Syscall:
         return self.errno is None and self.ret != "-1"
 
 
-def iter_syscalls(lines: Iterator[str]) -> Iterator[Syscall]:
+def iter_syscalls(lines: Iterable[str]) -> Iterator[Syscall]:
     """Complete syscalls from strace ``-f -ttt`` lines, joining ``unfinished``/``resumed`` pairs."""
     pending: dict[int, str] = {}
     for raw in lines:
@@ -255,36 +274,91 @@ def iter_syscalls(lines: Iterator[str]) -> Iterator[Syscall]:
 
 @dataclass
 class TraceOptions:
+    """How one attempt's log becomes events.
+
+    ``evidence``: the commitment scan for files outside the worktree (None: they are recorded with
+    their digest but not scanned, for a caller that has no commitment). ``system_prefixes``:
+    the folders whose reads fold into ``fs.read.summary`` (default: the system folders and the
+    interpreter's installation; ``site-packages``/``dist-packages`` anywhere fold too).
+    """
+
     worktree: Path
     home: Path | None = None
     capture_filter: Callable[[str], str] = field(default=lambda s: s)
+    evidence: Evidence | None = None
     content_limit: int = CONTENT_LIMIT
     content_budget: int = CONTENT_BUDGET
+    scan_limit: int = SCAN_LIMIT
     system_prefixes: tuple[str, ...] = ()
 
 
 def _default_system_prefixes() -> tuple[str, ...]:
     extra = []
-    for p in {sys.base_prefix, sys.base_exec_prefix}:
-        real = os.path.realpath(p)
-        if real not in ("/", "") and not real.startswith("/tmp"):
-            extra.append(real.rstrip("/") + "/")
-    return _SYSTEM + tuple(extra)
+    for p in dict.fromkeys((sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)):
+        for q in (p, os.path.realpath(p)):
+            if q not in ("/", "") and not q.startswith("/tmp"):
+                extra.append(q.rstrip("/") + "/")
+    return tuple(dict.fromkeys(_SYSTEM + tuple(extra)))
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What a read outside the worktree keeps of the file: size, SHA-256, the scanned head."""
+
+    size: int | None
+    sha256: str | None
+    text: str | None  # the head to scan (text files only; never stored)
+    scan_truncated: bool = False
+
+
+_digest_lock = threading.Lock()
+_digests: dict[tuple[bytes, int, int, int, int, int], tuple[str, bool]] = {}
+
+
+def file_facts(path: bytes, scan_limit: int, want_text: bool) -> FileFacts:
+    """Size and SHA-256 of a regular file (streamed), and its text head when ``want_text``.
+
+    Digests are cached per process by (path, device, inode, size, mtime, ctime); a file that is
+    not regular or cannot be read has no digest.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return FileFacts(None, None, None)
+    if not stat.S_ISREG(st.st_mode):
+        return FileFacts(None, None, None)
+    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _digest_lock:
+        cached = _digests.get(key)
+    if cached is not None and not (want_text and cached[1]):
+        return FileFacts(st.st_size, cached[0], None)
+    h = hashlib.sha256()
+    head = bytearray()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_HASH_CHUNK):
+                h.update(chunk)
+                if len(head) < scan_limit:
+                    head += chunk[: scan_limit - len(head)]
+    except OSError:
+        return FileFacts(st.st_size, None, None)
+    is_text = b"\0" not in head[:BINARY_PROBE]
+    digest = h.hexdigest()
+    with _digest_lock:
+        if len(_digests) >= _DIGEST_CACHE_LIMIT:
+            _digests.clear()
+        _digests[key] = (digest, is_text)
+    if not (want_text and is_text):
+        return FileFacts(st.st_size, digest, None)
+    cut = st.st_size > len(head)
+    text = bytes(head).decode("utf-8", "ignore" if cut else "replace")
+    return FileFacts(st.st_size, digest, text, scan_truncated=cut)
 
 
 def _join(base: bytes | None, path: bytes) -> bytes:
     if path.startswith(b"/"):
         return path
     return os.path.join(base or b"/", path)
-
-
-def _resolve(path: bytes) -> bytes:
-    """Absolute, normalized, with the directory part's symlinks resolved (the file may be gone)."""
-    path = os.path.normpath(path)
-    head, tail = os.path.split(path)
-    with contextlib.suppress(OSError):
-        head = os.path.realpath(head)
-    return os.path.join(head, tail) if tail else head
 
 
 def _is_pseudo(resolved: str) -> bool:
@@ -299,18 +373,34 @@ class _Builder:
                      if opts.home is not None else None)
         self.system = tuple(p.encode() for p in (opts.system_prefixes or _default_system_prefixes()))
         self.seen: set[tuple[str, bytes]] = set()
+        self.folded: dict[bytes, list[Any]] = {}  # resolved -> [sha256 or None, opens]
         self.budget = opts.content_budget
         self.cwd: dict[int, bytes] = {}
         self.root_pid: int | None = None
+        self.real_dirs: dict[bytes, bytes] = {}
 
     def _under(self, path: bytes, root: bytes | None) -> bool:
         return root is not None and (path == root or path.startswith(root.rstrip(b"/") + b"/"))
 
+    def _resolve(self, path: bytes) -> bytes:
+        """Absolute, normalized, with the directory part's symlinks resolved (the file may be
+        gone); directories' real paths are cached for the whole parse."""
+        path = os.path.normpath(path)
+        head, tail = os.path.split(path)
+        real = self.real_dirs.get(head)
+        if real is None:
+            real = head
+            with contextlib.suppress(OSError):
+                real = os.path.realpath(head)
+            self.real_dirs[head] = real
+        return os.path.join(real, tail) if tail else real
+
+    def _system(self, resolved: bytes) -> bool:
+        return resolved.startswith(self.system) or any(p in resolved for p in _PACKAGES)
+
     def _content(self, resolved: bytes) -> dict[str, Any]:
-        if self._under(resolved, self.home) or self.budget <= 0:
-            return {"content": None}
-        if resolved.startswith(self.system) and b"/site-packages/" not in resolved \
-                and b"/dist-packages/" not in resolved:
+        """The captured head of a worktree file (redacted by the capture filter)."""
+        if self.budget <= 0:
             return {"content": None}
         try:
             st = os.stat(resolved)
@@ -331,23 +421,58 @@ class _Builder:
             out["total_bytes"] = st.st_size
         return out
 
+    def _outside(self, resolved: bytes) -> tuple[dict[str, Any], bool]:
+        """Size, digest and commitment evidence of a file outside the worktree; and whether
+        anything matched."""
+        evidence_of = self.opts.evidence
+        facts = file_facts(resolved, self.opts.scan_limit, want_text=evidence_of is not None)
+        evidence = evidence_of(facts.text) if evidence_of is not None and facts.text else ""
+        data: dict[str, Any] = {"size": facts.size}
+        if evidence:
+            data["evidence"] = evidence
+        else:
+            data["sha256"] = facts.sha256
+        if facts.scan_truncated:
+            data["scan_truncated"] = True
+        return data, bool(evidence)
+
     def fs(self, kind: str, named: bytes, resolved: bytes) -> Event | None:
         res_text = _text(resolved)
         if _is_pseudo(res_text):
             return None
+        folded = self.folded.get(resolved) if kind == "fs.read" else None
+        if folded is not None:
+            folded[1] += 1
+            return None
         key = (kind, resolved)
         if key in self.seen:
             return None
-        self.seen.add(key)
+        inside = self._under(resolved, self.worktree)
         data: dict[str, Any] = {
             "path": _text(named),
             "resolved": res_text,
-            "in_worktree": self._under(resolved, self.worktree),
+            "in_worktree": inside,
             "source": "strace",
         }
         if kind == "fs.read":
-            data.update(self._content(resolved))
+            if inside:
+                data.update(self._content(resolved))
+            elif not self._under(resolved, self.home):
+                facts, matched = self._outside(resolved)
+                if not matched and self._system(resolved):
+                    self.folded[resolved] = [facts.get("sha256"), 1]
+                    return None
+                data.update(facts)
+        self.seen.add(key)
         return kind, data
+
+    def summary(self) -> Event | None:
+        """The folded reads: ``files`` [[resolved, sha256 or nil, opens], ...] by path."""
+        if not self.folded:
+            return None
+        files = [[_text(p), sha, n] for p, (sha, n) in sorted(self.folded.items())]
+        return "fs.read.summary", {"files": files, "reads": sum(f[2] for f in files),
+                                   "source": "strace"}
 
     def base_dir(self, sc: Syscall, fd_arg: str | None) -> bytes | None:
         if fd_arg is not None:
@@ -364,7 +489,7 @@ class _Builder:
             return None
         base = self.base_dir(sc, sc.args[dirfd_idx] if dirfd_idx is not None
                              and dirfd_idx < len(sc.args) else None)
-        return named, _resolve(_join(base, named))
+        return named, self._resolve(_join(base, named))
 
     def events(self, sc: Syscall) -> list[Event]:
         if self.root_pid is None:
@@ -473,17 +598,27 @@ _PATH_WRITES: dict[str, list[tuple[int, int | None]]] = {
 }
 
 
-def parse_strace_lines(lines: Iterator[str], opts: TraceOptions) -> list[tuple[float, Event]]:
-    """Activity events, each with its strace timestamp (unix seconds), in log order."""
+def iter_events(lines: Iterable[str], opts: TraceOptions) -> Iterator[tuple[float, Event]]:
+    """Activity events, each with its strace timestamp (unix seconds), in log order, in one
+    streaming pass over ``lines``; the ``fs.read.summary`` of folded reads comes last, stamped
+    with the time of the last syscall."""
     builder = _Builder(opts)
-    out: list[tuple[float, Event]] = []
-    for sc in iter_syscalls(lines):
+    last = 0.0
+    for sc in iter_syscalls(iter(lines)):
+        last = sc.ts
         for ev in builder.events(sc):
-            out.append((sc.ts, ev))
-    return out
+            yield sc.ts, ev
+    summary = builder.summary()
+    if summary is not None:
+        yield last, summary
+
+
+def parse_strace_lines(lines: Iterable[str], opts: TraceOptions) -> list[tuple[float, Event]]:
+    """``iter_events`` as a list."""
+    return list(iter_events(lines, opts))
 
 
 def parse_strace_log(path: Path, opts: TraceOptions) -> list[tuple[float, Event]]:
-    """Parse a strace log file (streamed: a large log does not load into memory at once)."""
+    """Parse a strace log file, a line at a time (a large log never loads into memory at once)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
-        return parse_strace_lines(iter(fh), opts)
+        return list(iter_events(fh, opts))

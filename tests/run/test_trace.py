@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import time
@@ -147,7 +148,8 @@ def test_rename_unlink_mkdir_are_writes(tmp_path: Path) -> None:
 
 
 def test_content_capture_rules(tmp_path: Path) -> None:
-    """Text files get bounded content; binary, system, home and over-budget files get none."""
+    """Worktree text files get bounded content; binary, home and over-budget files get none;
+    a system file folds into the summary with its digest."""
     wt = (tmp_path / "wt").resolve()
     home = (tmp_path / "home").resolve()
     wt.mkdir()
@@ -167,15 +169,18 @@ def test_content_capture_rules(tmp_path: Path) -> None:
     lines.append(f"9 2.1 openat(AT_FDCWD<{h(str(wt))}>, {q('/etc/passwd')}, O_RDONLY) = 3<{h('/etc/passwd')}>")
     opts = TraceOptions(worktree=wt, home=home, content_limit=1000, content_budget=1010,
                         capture_filter=str.upper)
-    events = {Path(d["resolved"]).name: d for _t, (_k, d) in parse_strace_lines(iter(lines), opts)}
+    parsed = parse_strace_lines(iter(lines), opts)
+    events = {Path(d["resolved"]).name: d for _t, (k, d) in parsed if k == "fs.read"}
     assert events["small.txt"]["content"] == "HELLO\n"
     assert events["big.txt"]["content"] == "A" * 1000
     assert events["big.txt"]["truncated"] is True and events["big.txt"]["total_bytes"] == 5000
     assert events["bin.dat"]["content"] is None
     assert events["late.txt"]["content"] == "AFTE"  # the last 4 bytes of the budget
     assert events["late.txt"]["truncated"] is True and events["late.txt"]["total_bytes"] == 13
-    assert events["cred.json"]["content"] is None
-    assert events["passwd"]["content"] is None
+    assert "content" not in events["cred.json"] and "sha256" not in events["cred.json"]
+    (_t, (kind, summary)), = [p for p in parsed if p[1][0] == "fs.read.summary"]
+    assert summary["files"] == [["/etc/passwd", hashlib.sha256(Path("/etc/passwd").read_bytes())
+                                 .hexdigest(), 1]]
 
 
 def test_non_utf8_path_is_replaced(tmp_path: Path) -> None:
