@@ -57,9 +57,13 @@ _DATA_KEYS = frozenset({"v", "scheme", "window", "digest_size", "key_id", *_SETS
 class Commitment:
     """Committed digests, sealed coverage counts and the digest over both.
 
-    The ``*_prefilter`` fields are in-memory accelerators built from the material (keyed
-    fingerprints, never plaintext); they are never serialized and a commitment read back from
-    the journal has none. They change speed, not results.
+    The ``*_prefilter`` fields are in-memory accelerators built from the material: Python's
+    own ``hash()`` of tokens and of token tuples (salted per process; fingerprints, never
+    plaintext). They are never serialized, are dropped when the commitment is pickled (another
+    process salts its hashes differently), and a commitment read back from the journal has
+    none. They change speed, not results: a text whose windows miss them costs no HMAC, and one
+    with no run of ``window`` tokens that all occur in secret windows (``token_prefilter``) not
+    even a tuple hash.
     """
 
     window: int
@@ -74,6 +78,15 @@ class Commitment:
     file_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
     path_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
     context_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
+    token_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the prefilters: their hashes are only valid in this process."""
+        state = dict(self.__dict__)
+        for name in ("window_prefilter", "file_prefilter", "path_prefilter", "context_prefilter",
+                     "token_prefilter"):
+            state[name] = None
+        return state
 
     def as_data(self) -> dict[str, Any]:
         """The map stored in the ``commitment`` entry: digests and counts, never plaintext."""
@@ -293,12 +306,7 @@ def build_commitment(
     public_files = [f for f in cand_files if f in public_whole]
     secret_files = [f for f in cand_files if f not in public_whole]
 
-    ids: dict[str, int] = {}
-
-    def tid(token: str) -> int:
-        if token not in ids:
-            ids[token] = dg.token_id(key, token)
-        return ids[token]
+    tid = hash  # prefilter fingerprints: salted per process, in memory only (see Commitment)
 
     windows = frozenset(dg.window_digest(key, w) for w in secret_windows)
     files = frozenset(dg.file_digest(key, f) for f in secret_files)
@@ -336,4 +344,5 @@ def build_commitment(
         file_prefilter=frozenset(hash(tuple(tid(t) for t in f)) for f in secret_files),
         path_prefilter=frozenset(tid(dg.last_component(p)) for _, p in path_forms),
         context_prefilter=frozenset(hash(tuple(tid(t) for t in w)) for w in secret_context),
+        token_prefilter=frozenset(tid(t) for w in secret_windows for t in w),
     )

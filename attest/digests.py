@@ -46,7 +46,6 @@ _PREFIX = b"eval-ledger/attest/v1/"
 _LABEL_WINDOW = _PREFIX + b"window\x00"
 _LABEL_FILE = _PREFIX + b"file\x00"
 _LABEL_PATH = _PREFIX + b"path\x00"
-_LABEL_TOKEN = _PREFIX + b"token\x00"
 _LABEL_KEY_ID = _PREFIX + b"key-id\x00"
 
 LINE_PREFIX = r"^(?:[^\s:]*[./][^\s:]*[:-](?:\d+[:-])?|[ \t]*\d+(?:\t|\u2192|:|\|))"
@@ -139,11 +138,6 @@ def path_digest(key: bytes, form: str, path: str) -> bytes:
     if form not in PATH_FORMS:
         raise ValueError(f"unknown path form {form!r}")
     return mac(key, _LABEL_PATH + _lp(form.encode("ascii")) + _lp(path.encode("utf-8")))
-
-
-def token_id(key: bytes, token: str) -> int:
-    """A keyed 64-bit id of one token (in-memory prefilters only; never stored)."""
-    return int.from_bytes(hmac.digest(key, _LABEL_TOKEN + token.encode("utf-8"), "sha256")[:8], "big")
 
 
 def key_id(key: bytes) -> str:

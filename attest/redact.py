@@ -15,8 +15,8 @@ left alone. A text that equals a committed whole
 source (normalized) keeps no plaintext at all: it becomes that source's marker followed by the
 markers of its windows.
 
-Speed: with a commitment built from material (``window_prefilter`` present) a text costs one
-keyed-id lookup per token and one C-level tuple hash per window; only prefilter hits pay for an
+Speed: with a commitment built from material (prefilters present) a text costs one regex pass,
+one C-level string hash per token and one tuple hash per window; only prefilter hits pay for an
 HMAC. Without the prefilter (a commitment read back from the journal) every window is HMACed.
 """
 
@@ -65,7 +65,8 @@ class Redactor:
         self._ppre = commitment.path_prefilter
         self._context = commitment.context
         self._cpre = commitment.context_prefilter
-        self._ids: dict[str, int] = {}
+        self._tpre = commitment.token_prefilter
+        self._run = b"\x01" * self._n
         self._enc: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
@@ -74,20 +75,8 @@ class Redactor:
     # ------------------------------------------------------------------ token plumbing
 
     def _token_ids(self, toks: Sequence[str]) -> list[int]:
-        ids = self._ids
-        try:
-            return list(map(ids.__getitem__, toks))
-        except KeyError:
-            if len(ids) > _ID_CACHE_LIMIT:
-                ids.clear()
-            key = self._key
-            out: list[int] = []
-            for t in toks:
-                v = ids.get(t)
-                if v is None:
-                    v = ids[t] = dg.token_id(key, t)
-                out.append(v)
-            return out
+        """The prefilter fingerprints of ``toks`` (``hash``, as the commitment built them)."""
+        return list(map(hash, toks))
 
     def _encoded(self, toks: Sequence[str]) -> list[bytes]:
         enc = self._enc
@@ -111,6 +100,8 @@ class Redactor:
         if self._wpre is not None:
             if ids is None:
                 ids = self._token_ids(toks)
+            if self._tpre is not None and self._run not in bytes(map(self._tpre.__contains__, ids)):
+                return []  # no run of n tokens that all occur in secret windows
             shifted = [ids[k:] for k in range(n)]
             if self._wpre.isdisjoint(map(hash, zip(*shifted, strict=False))):
                 return []
@@ -225,18 +216,26 @@ class Redactor:
         """Committed digests found in ``text``: windows, a whole file, and redaction markers."""
         return sorted(self.digests(text))
 
-    def evidence(self, text: str) -> str:
+    def evidence(self, text: str, tokens: Sequence[str] | None = None) -> str:
         """The markers of every committed digest found in ``text`` (windows, a whole file, markers
         it already holds), sorted by digest, concatenated; "" when none. This is what a read
         outside the worktree keeps instead of its content: the scan and a key-free verifier read
-        the digests back from the markers, and no plaintext is kept."""
-        return "".join(dg.marker(d) for d in sorted(self.digests(text)))
+        the digests back from the markers, and no plaintext is kept. ``tokens``: see
+        ``digests``."""
+        return "".join(dg.marker(d) for d in sorted(self.digests(text, tokens)))
 
-    def digests(self, text: str) -> set[bytes]:
-        if not isinstance(text, str) or not text:
+    def digests(self, text: str, tokens: Sequence[str] | None = None) -> set[bytes]:
+        """Committed digests in ``text``. ``tokens``: ``dg.tokens`` of the text when the caller
+        has them already (a cached file); ``text`` is then only searched for markers."""
+        if not isinstance(text, str):
             return set()
         found = self._marker_digests(text)
-        toks = dg.tokens(text)
+        if tokens is None:
+            if not text:
+                return found
+            toks: Sequence[str] = dg.tokens(text)
+        else:
+            toks = tokens
         ids = self._token_ids(toks) if self._wpre is not None else None
         found.update(d for _, d in self._window_hits(toks, ids))
         f = self._file_hit(toks, ids)
@@ -252,13 +251,8 @@ class Redactor:
         key, pre = self._key, self._ppre
         for path in paths:
             for form, p in dg.path_queries(path, ancestors=ancestors):
-                if pre is not None:
-                    last = dg.last_component(p)
-                    tid = self._ids.get(last)
-                    if tid is None:
-                        tid = self._ids[last] = dg.token_id(key, last)
-                    if tid not in pre:
-                        continue
+                if pre is not None and hash(dg.last_component(p)) not in pre:
+                    continue
                 d = dg.path_digest(key, form, p)
                 if d in self._paths:
                     found.add(d)

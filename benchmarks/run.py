@@ -40,7 +40,7 @@ from ledger.journal.journal import Journal  # noqa: E402
 from ledger.run.coordinator import execute_run  # noqa: E402
 from ledger.run.plan import RunRequest  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))  # after ROOT: benchmarks/attest.py must not shadow attest/
 import timing_runner  # noqa: E402
 from bench_task import make_home  # noqa: E402
 
@@ -125,14 +125,16 @@ def traced_smoke() -> dict[str, Any]:
             p["kinds"][e.kind] = p["kinds"].get(e.kind, 0) + 1
             if e.kind == "attempt.started":
                 p["start"] = e.ts / 1e9
-            elif e.kind == "attempt.finished":
-                p["end"] = e.ts / 1e9
             elif e.kind == "agent.finished":
                 p["agent"] = float(e.data["wall_s"])
             elif e.kind in ("test.baseline", "test.result"):
                 p["tests"] += float(e.data["duration_s"])
             elif e.kind == "attestation":
                 p["verdict"] = e.data["attestation"].get("verdict")
+            elif e.kind == "attempt.finished":
+                p["end"] = e.ts / 1e9
+                p["status"] = e.data.get("status")
+                p["error"] = e.data.get("error")
         rows = []
         for aid, p in sorted(per.items()):
             f = timing_runner.child_file(children, aid)
@@ -149,6 +151,8 @@ def traced_smoke() -> dict[str, Any]:
                 "agent_ms": round(1000 * p.get("agent", 0.0), 1),
                 "tests_ms": round(1000 * p["tests"], 1),
                 "verdict": p.get("verdict"),
+                "status": p.get("status"),
+                "error": p.get("error"),
                 "top_kinds": dict(sorted(p["kinds"].items(), key=lambda kv: -kv[1])[:4]),
             })
     n = len(rows)

@@ -5,6 +5,8 @@ normal attempt code with ``subprocess.Popen`` instrumented: each child's interva
 ``Popen`` call to the moment the worker reaps it. The intervals of one attempt are written as JSON
 to ``$LEDGER_BENCH_CHILDREN/<sha256 of the attempt id>.json``, so the benchmark can subtract the
 time spent waiting on children (agent, tests, signals, git) from the attempt's wall time.
+With ``$LEDGER_BENCH_PROFILE`` set to a folder, each attempt also runs under cProfile and its
+stats land there (``<sha256>.prof``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ENV = "LEDGER_BENCH_CHILDREN"
+PROFILE_ENV = "LEDGER_BENCH_PROFILE"  # a folder: each attempt's cProfile stats are written there
 
 
 def child_file(directory: Path, attempt_id: str) -> Path:
@@ -44,7 +47,16 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
 
     subprocess.Popen.__init__ = init  # type: ignore[method-assign]
     subprocess.Popen._handle_exitstatus = handle  # type: ignore[attr-defined]
+    profile_dir = os.environ.get(PROFILE_ENV)
     try:
+        if profile_dir:
+            import cProfile
+
+            prof = cProfile.Profile()
+            try:
+                return prof.runcall(real, plan, emit, **kw)
+            finally:
+                prof.dump_stats(child_file(Path(profile_dir), plan.attempt_id).with_suffix(".prof"))
         return real(plan, emit, **kw)
     finally:
         subprocess.Popen.__init__ = orig_init  # type: ignore[method-assign]

@@ -54,11 +54,12 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from attest import digests as dg
 from ledger.run.contracts import Event
 
 # Syscalls present on every Linux architecture, then legacy ones (``?`` = ignore if absent).
@@ -74,16 +75,22 @@ CONTENT_BUDGET = 4 * 1024 * 1024  # worktree content bytes captured per attempt,
 SCAN_LIMIT = 1024 * 1024  # bytes of one file outside the worktree scanned against the commitment
 BINARY_PROBE = 8192  # a NUL byte in the first BINARY_PROBE bytes makes a file binary (not scanned)
 _HASH_CHUNK = 1024 * 1024
-_DIGEST_CACHE_LIMIT = 100_000
+_FACTS_FILES = 100_000  # files whose digest (and tokens) a process keeps
+_FACTS_TOKENS = 4_000_000  # tokens it keeps for them, all files together
 _PSEUDO = ("/dev/", "/proc/", "/sys/")
 _PSEUDO_EXACT = frozenset({"/dev", "/proc", "/sys"})
 _SYSTEM = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/", "/etc/",
            "/var/lib/", "/var/cache/", "/nix/store/", "/snap/")
 _PACKAGES = (b"/site-packages/", b"/dist-packages/")
 
-Evidence = Callable[[str], str]
-"""text -> the markers of the committed digests found in it ("" when none): the redactor's
-``evidence`` method, bound to the attempt's commitment and key."""
+
+
+class Evidence(Protocol):
+    """The redactor's ``evidence`` method, bound to the attempt's commitment and key: the
+    markers of the committed digests found in a text ("" when none). ``tokens`` are the text's
+    tokens when the caller has them (then ``text`` is only searched for markers)."""
+
+    def __call__(self, text: str, tokens: Sequence[str] | None = None, /) -> str: ...
 
 
 def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
@@ -140,10 +147,10 @@ _RESUMED = re.compile(r"^<\.\.\. ([A-Za-z0-9_]+) resumed>(.*)$")
 _CALL = re.compile(r"^([A-Za-z0-9_]+)\((.*)$", re.DOTALL)
 _RET = re.compile(r"^\s*=\s*(-?\d+|0x[0-9a-fA-F]+|\?)(?:<(.*?)>)?(?:\s+([A-Z][A-Z0-9_]*))?")
 _FD = re.compile(r"^(-?\d+|AT_FDCWD)(?:<(.*)>)?$", re.DOTALL)
-_STRING = re.compile(r'^@?"((?:[^"\\]|\\.)*)"(\.\.\.)?$', re.DOTALL)
+_STRING = re.compile(r'^@?"([^"\\]*(?:\\.[^"\\]*)*)"(\.\.\.)?$', re.DOTALL)
 _ESC = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
 _ALL_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2})*")
-_ARG_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[()\[\]{},]')
+_ARG_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[()\[\]{},]')  # unrolled: fast on -xx
 _SIMPLE_ESC = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a",
                b"b": b"\b", b"e": b"\x1b"}
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
@@ -303,35 +310,44 @@ def _default_system_prefixes() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class FileFacts:
-    """What a read outside the worktree keeps of the file: size, SHA-256, the scanned head."""
+    """What a read outside the worktree learns of the file (never stored as such).
+
+    ``tokens``: the normalized tokens of its text head (``attest.digests.tokens``; None for a
+    binary or unreadable file); ``marker_text``: that head when it holds a redaction marker
+    (markers are evidence too), else "".
+    """
 
     size: int | None
     sha256: str | None
-    text: str | None  # the head to scan (text files only; never stored)
+    tokens: Sequence[str] | None = None
+    marker_text: str = ""
     scan_truncated: bool = False
 
 
-_digest_lock = threading.Lock()
-_digests: dict[tuple[bytes, int, int, int, int, int], tuple[str, bool]] = {}
+_facts_lock = threading.Lock()
+_facts: dict[tuple[bytes, int, int, int, int, int], FileFacts] = {}
+_facts_tokens = 0
 
 
-def file_facts(path: bytes, scan_limit: int, want_text: bool) -> FileFacts:
-    """Size and SHA-256 of a regular file (streamed), and its text head when ``want_text``.
+def file_facts(path: bytes, scan_limit: int) -> FileFacts:
+    """Size and SHA-256 of a regular file (streamed) and the tokens of its text head.
 
-    Digests are cached per process by (path, device, inode, size, mtime, ctime); a file that is
-    not regular or cannot be read has no digest.
+    Cached per process by (path, device, inode, size, mtime, ctime): a worker that runs many
+    attempts reads and tokenizes the interpreter's files once (at most ``_FACTS_TOKENS`` tokens
+    are kept; tokens are interned). A file that is not regular or cannot be read has no digest.
     """
+    global _facts_tokens
     try:
         st = os.stat(path)
     except OSError:
-        return FileFacts(None, None, None)
+        return FileFacts(None, None)
     if not stat.S_ISREG(st.st_mode):
-        return FileFacts(None, None, None)
+        return FileFacts(None, None)
     key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    with _digest_lock:
-        cached = _digests.get(key)
-    if cached is not None and not (want_text and cached[1]):
-        return FileFacts(st.st_size, cached[0], None)
+    with _facts_lock:
+        cached = _facts.get(key)
+    if cached is not None:
+        return cached
     h = hashlib.sha256()
     head = bytearray()
     try:
@@ -341,18 +357,22 @@ def file_facts(path: bytes, scan_limit: int, want_text: bool) -> FileFacts:
                 if len(head) < scan_limit:
                     head += chunk[: scan_limit - len(head)]
     except OSError:
-        return FileFacts(st.st_size, None, None)
-    is_text = b"\0" not in head[:BINARY_PROBE]
-    digest = h.hexdigest()
-    with _digest_lock:
-        if len(_digests) >= _DIGEST_CACHE_LIMIT:
-            _digests.clear()
-        _digests[key] = (digest, is_text)
-    if not (want_text and is_text):
-        return FileFacts(st.st_size, digest, None)
-    cut = st.st_size > len(head)
-    text = bytes(head).decode("utf-8", "ignore" if cut else "replace")
-    return FileFacts(st.st_size, digest, text, scan_truncated=cut)
+        return FileFacts(st.st_size, None)
+    if b"\0" in head[:BINARY_PROBE]:
+        facts = FileFacts(st.st_size, h.hexdigest())
+    else:
+        cut = st.st_size > len(head)
+        text = bytes(head).decode("utf-8", "ignore" if cut else "replace")
+        facts = FileFacts(st.st_size, h.hexdigest(), tuple(map(sys.intern, dg.tokens(text))),
+                          text if "[redacted:" in text else "", cut)
+    with _facts_lock:
+        n = len(facts.tokens or ())
+        if _facts_tokens + n > _FACTS_TOKENS or len(_facts) >= _FACTS_FILES:
+            _facts.clear()
+            _facts_tokens = 0
+        _facts[key] = facts
+        _facts_tokens += n
+    return facts
 
 
 def _join(base: bytes | None, path: bytes) -> bytes:
@@ -425,8 +445,10 @@ class _Builder:
         """Size, digest and commitment evidence of a file outside the worktree; and whether
         anything matched."""
         evidence_of = self.opts.evidence
-        facts = file_facts(resolved, self.opts.scan_limit, want_text=evidence_of is not None)
-        evidence = evidence_of(facts.text) if evidence_of is not None and facts.text else ""
+        facts = file_facts(resolved, self.opts.scan_limit)
+        evidence = ""
+        if evidence_of is not None and facts.tokens is not None:
+            evidence = evidence_of(facts.marker_text, facts.tokens)
         data: dict[str, Any] = {"size": facts.size}
         if evidence:
             data["evidence"] = evidence

@@ -175,3 +175,36 @@ def test_any_embedded_slice_leaves_no_committed_window(prefix: str, suffix: str,
     snippet = " ".join(toks[start : start + length])
     out = redactor(prefix + " " + snippet + " " + suffix)
     assert _surviving_windows(redactor, out) == []
+
+
+@functools.cache
+def _slow_redactor() -> Redactor:
+    fast = _shared_redactor()
+    return Redactor(Commitment.from_data(fast.commitment.as_data()), fast._key)
+
+
+@settings(max_examples=60, deadline=None)
+@given(prefix=st.text(max_size=40), suffix=st.text(max_size=40), source=st.sampled_from(
+    [HIDDEN_TEST, SOLUTION_PAIRS, REPO_PAIRS, PROMPT]), start=st.integers(0, 80),
+    length=st.integers(0, 40))
+def test_prefilters_change_speed_not_results(prefix: str, suffix: str, source: str,
+                                             start: int, length: int) -> None:
+    """Property: with the hash prefilters (texts they pass cost no HMAC) redaction, digests and
+    evidence (also from given tokens) are those of the read-back commitment, which has none."""
+    fast, slow = _shared_redactor(), _slow_redactor()
+    toks = source.split()
+    text = prefix + " " + " ".join(toks[start : start + length]) + " " + suffix
+    assert fast(text) == slow(text)
+    assert fast.digests(text) == slow.digests(text)
+    assert fast.evidence(text) == slow.evidence(text) == slow.evidence("", dg.tokens(text))
+
+
+def test_pickled_commitment_drops_its_prefilters(commitment: Commitment, ckey: bytes) -> None:
+    """The prefilters hold this process's salted hashes: a pickled copy (another process) has
+    none and still finds every digest."""
+    import pickle
+
+    back = pickle.loads(pickle.dumps(commitment))
+    assert back == commitment and back.window_prefilter is None and back.path_prefilter is None
+    assert Redactor(back, ckey).scan_text(HIDDEN_TEST) == Redactor(commitment, ckey).scan_text(
+        HIDDEN_TEST)
