@@ -250,6 +250,11 @@ class Redactor:
         found: set[bytes] = set()
         key, pre = self._key, self._ppre
         for path in paths:
+            if pre is not None:  # every query ends in a component of the path (see path_queries)
+                comps = [c for c in dg.normalize_path(path).split("/") if c and c != ".."]
+                if not comps or (pre.isdisjoint(map(hash, comps)) if ancestors
+                                 else hash(comps[-1]) not in pre):
+                    continue
             for form, p in dg.path_queries(path, ancestors=ancestors):
                 if pre is not None and hash(dg.last_component(p)) not in pre:
                     continue

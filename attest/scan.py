@@ -171,6 +171,13 @@ class ScanPolicy:
             return True
         return any(_under(norm, p) for p in self.read_allowlist)
 
+    def read_allowed_below(self, folder: str) -> bool:
+        """Is everything below ``folder`` readable (it lies under a read allowlist entry)?"""
+        if not folder.startswith("/"):
+            return False
+        norm = dg.normalize_path(folder)
+        return any(_under(norm, p) for p in self.read_allowlist)
+
     def write_allowed(self, path: str) -> bool:
         norm = dg.normalize_path(path)
         return any(_under(norm, p) for p in self.write_allowlist)
@@ -361,13 +368,17 @@ class _Scan:
         """Folded reads (no content, no evidence by construction): paths and scope only. A file
         inside the worktree has no place here and counts as read outside it."""
         files = e.data.get("files")
-        hits: set[bytes] = set()
-        for item in files if isinstance(files, list) else ():
-            where = _text(item[0]) if isinstance(item, list) and item else ""
-            if not where:
+        paths = [_text(item[0]) if isinstance(item, list) and item else ""
+                 for item in (files if isinstance(files, list) else ())]
+        hits = self.scanner.path_digests([p for p in paths if p])
+        allowed_dirs: set[str] = set()  # folders wholly on the read allowlist
+        for where in paths:
+            folder = where.rpartition("/")[0]
+            if not where or folder in allowed_dirs:
                 continue
-            hits |= self.scanner.path_digests([where])
-            if not self.policy.read_allowed(where):
+            if self.policy.read_allowed_below(folder):
+                allowed_dirs.add(folder)
+            elif not self.policy.read_allowed(where):
                 self.add(e, "read-scope", detail=where)
         if hits:
             self.add(e, "path", hits)

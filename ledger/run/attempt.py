@@ -313,10 +313,14 @@ def run_attempt(plan: AttemptPlan, emit: Emit, *, stop_guard: Any = None) -> Non
             stop_guard.armed = False
         ws = ws or _CURRENT.pop(plan.attempt_id, None)
         _CURRENT.pop(plan.attempt_id, None)
-        if ws is not None and not plan.config.get("keep_worktree"):
-            with contextlib.suppress(Exception):
-                ws.cleanup()
-        out.entry("attempt.finished", {"status": status, "error": error})
+        try:
+            out.entry("attempt.finished", {"status": status, "error": error})
+        finally:
+            # Removing the attempt's folders is housekeeping, not part of the result: it runs
+            # after the report (the worker takes no other plan until it is done).
+            if ws is not None and not plan.config.get("keep_worktree"):
+                with contextlib.suppress(Exception):
+                    ws.cleanup()
 
 
 _CURRENT: dict[str, Workspace] = {}  # so clean-up finds the workspace when _run is cut short

@@ -346,3 +346,39 @@ def test_policy_round_trip_and_validation(policy: ScanPolicy) -> None:
         ScanPolicy.from_data({**policy.as_data(), "worktree": "relative/wt"})
     with pytest.raises(MalformedInput):
         ScanPolicy.from_data({"worktree": WORKTREE})
+
+
+def _summary(rec: Recorder, paths: list[str]) -> object:
+    return rec.add("fs.read.summary", {"files": [[p, "00" * 32, 2] for p in paths],
+                                       "reads": 2 * len(paths), "source": "strace"})
+
+
+def test_folded_reads_in_scope_are_clean(rec: Recorder, redactor: Redactor,
+                                         policy: ScanPolicy) -> None:
+    """A summary of interpreter and system reads on the allowlist matches nothing."""
+    rec.start()
+    _summary(rec, ["/usr/lib/x.so", "/opt/py/lib/os.py", "/opt/py/lib/json/__init__.py",
+                   "/etc/hosts"])
+    result = scan(rec, redactor, policy)
+    assert result.matches == () and result.kinds["fs.read.summary"] == 1
+
+
+def test_folded_read_outside_allowlist_is_read_scope(rec: Recorder, redactor: Redactor,
+                                                     policy: ScanPolicy) -> None:
+    """Attack: a folded read of a path off the allowlist (beside allowed ones) is a read-scope
+    match of the summary entry; the key-free view finds it too."""
+    rec.start()
+    e = _summary(rec, ["/opt/py/lib/os.py", "/var/tmp/other-run/solution.py",
+                       "/opt/py/lib/re.py"])
+    assert _classes(scan(rec, redactor, policy)) == [(e.seq, "read-scope")]  # type: ignore[attr-defined]
+    free = scan_attempt(rec.entries, attempt=ATTEMPT, commitment=redactor.commitment,
+                        policy=policy, scanner=MarkerScanner(redactor.commitment))
+    assert _classes(free) == [(e.seq, "read-scope")]  # type: ignore[attr-defined]
+
+
+def test_folded_read_of_a_committed_path_is_a_path_match(rec: Recorder, redactor: Redactor,
+                                                         policy: ScanPolicy) -> None:
+    """Attack: the hidden test's path hidden among folded interpreter reads is a path match."""
+    rec.start()
+    e = _summary(rec, ["/opt/py/lib/os.py", HIDDEN_PATH, "/usr/lib/x.so"])
+    assert (e.seq, "path") in _classes(scan(rec, redactor, policy))  # type: ignore[attr-defined]

@@ -266,7 +266,8 @@ def test_strace_records_writes_outside_the_worktree(tmp_path: Path) -> None:
 @pytest.mark.strace
 @pytest.mark.skipif(not HAS_STRACE, reason="strace not on PATH")
 def test_strace_records_reads_outside_with_resolved_path(tmp_path: Path) -> None:
-    """Reading hidden tests by a relative path and through a symlink: fs.read with the real path."""
+    """Reading hidden tests by a relative path and through a symlink: fs.read with the real path,
+    no content, and the evidence the commitment scan found in it when it was captured."""
     hidden = tmp_path / "task" / "tests" / "test_hidden.py"
     hidden.parent.mkdir(parents=True)
     hidden.write_text("def test_secret():\n    assert answer() == 42\n")
@@ -275,26 +276,29 @@ def test_strace_records_reads_outside_with_resolved_path(tmp_path: Path) -> None
     (ctx_wt / "link.py").symlink_to(hidden)
     out = run_fake(tmp_path, "touch_files.py", "--read", "../task/tests/test_hidden.py",
                    "--read", "link.py", trace="strace",
-                   capture_filter=lambda s: s.replace("42", "[gt]"))
+                   capture_filter=lambda s: s.replace("42", "[gt]"),
+                   evidence=lambda text, tokens=None: "[gt]" if "42" in (tokens or ()) else "")
     reads = [d for k, d in out.events if k == "fs.read" and d["resolved"] == str(hidden.resolve())]
     assert len(reads) == 1  # one event per path, however often it was opened
     assert reads[0]["in_worktree"] is False
     assert reads[0]["path"] == "../task/tests/test_hidden.py"
-    assert reads[0]["content"] == "def test_secret():\n    assert answer() == [gt]\n"
+    assert "content" not in reads[0] and "sha256" not in reads[0]
+    assert reads[0]["evidence"] == "[gt]" and reads[0]["size"] == hidden.stat().st_size
     assert reads[0]["source"] == "strace"
 
 
 @pytest.mark.strace
 @pytest.mark.skipif(not HAS_STRACE, reason="strace not on PATH")
 def test_strace_skips_content_of_private_home(tmp_path: Path) -> None:
-    """Reads in the attempt's config home are recorded without content (credentials live there)."""
+    """Reads in the attempt's config home are recorded without content or digest (credentials
+    live there)."""
     ctx = make_ctx(tmp_path)
     cred = ctx.home / "creds.json"
     cred.write_text('{"token": "abc"}')
     agent = resolve_agent(f"cmd:{sys.executable} {FAKES / 'touch_files.py'} --read {cred}")
     out = run_agent_process(agent.invocation(ctx), ctx, trace="strace")
     reads = [d for k, d in out.events if k == "fs.read" and d["resolved"] == str(cred.resolve())]
-    assert reads and reads[0]["content"] is None
+    assert reads and "content" not in reads[0] and "sha256" not in reads[0]
 
 
 @pytest.mark.strace
