@@ -288,7 +288,7 @@ def _dry_run(ctx: Ctx, task: Any, opts: Any, as_json: bool) -> int:
 
 def _run(ctx: Ctx, task: Any, opts: Any, out_dir: Path, no_report: bool, as_json: bool) -> int:
     from cli.bench_report import render_summary, render_table, write_reports
-    from ledger.bench.leaderboard import export_v2
+    from evaluators.leaderboard import export_v2
     from ledger.bench.runner import run_bench
 
     _progress(f"BENCHMARK RUN | Mode: {task.mode} | Task: {task.title} | hash {task.task_hash[:12]}")

@@ -6,7 +6,7 @@
 
 NNN is one more than the highest number already in the folder (001 for an empty folder); a file
 is created exclusively, so two runs finishing at once never overwrite each other. The ``.json``
-file is the v2.0 object of the existing tool (:func:`ledger.bench.leaderboard.export_v2`).
+file is the v2.0 object of the existing tool (:func:`evaluators.leaderboard.export_v2`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cli.table import grid as _grid
+from evaluators.leaderboard import export_v2
 from ledger.bench.compare import REPORT_NAME
-from ledger.bench.leaderboard import export_v2
 from ledger.errors import UsageError
 
 

@@ -13,9 +13,9 @@ from cli.journal_cmds import resolve_verifier
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from cli.table import grid as _table
 from evaluators.compare import COMPONENTS, compare
+from evaluators.registry import by_name, replay_run
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
-from evaluators.views import EVALUATOR_VERSION, compute_views, replay
-from ledger.bench.leaderboard import BENCH_EVALUATOR, replay_leaderboard
+from evaluators.views import compute_views
 from ledger.errors import UsageError, VerificationError
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
@@ -253,19 +253,7 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
                 "`ledger verify` shows the details", seq=exc.seq) from exc
         run_id = j.resolve_run(run_prefix)
         entries = list(j.entries(run=run_id, check_canonical=False))
-    if any(e.kind == "view.recorded" and e.data.get("evaluator") == BENCH_EVALUATOR for e in entries):
-        bench = replay_leaderboard(entries, run_id)
-        if as_json:
-            click.echo(json.dumps(bench, indent=2, sort_keys=True, ensure_ascii=False, default=_bytes_repr))
-        else:
-            click.echo(bench["message"])
-            for view in bench["views"]:
-                for diff in view["diffs"]:
-                    click.echo(f"  {diff['path']}: recorded={diff.get('recorded')!r} computed={diff.get('computed')!r}")
-        if not bench["reproduced"]:
-            sys.exit(1)
-        return
-    result = replay(entries, run_id)
+    result = replay_run(entries, run_id)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False,
                               default=_bytes_repr))
@@ -276,7 +264,8 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
                 click.echo(f"  seq {view.seq}: view of evaluator {view.evaluator!r} "
                            f"{view.version} not replayed (unknown evaluator)")
                 continue
-            if view.version != EVALUATOR_VERSION:
+            current = by_name(view.evaluator)
+            if current is not None and view.version != current.version:
                 click.echo(f"  seq {view.seq}: recorded by evaluator version {view.version}")
             for diff in view.diffs:
                 click.echo(f"  {diff.path}: recorded={_show(diff.recorded, diff.absent == 'recorded')}"

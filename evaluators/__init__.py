@@ -7,4 +7,8 @@ replay and compare. No I/O, clock, randomness or environment; see docs/SCORING.m
     offline_verdict(facts) -> dict                evaluators.judge
     attempt_facts_from_entries(entries) -> dict   evaluators.facts
     fold(state, entry) -> state                   evaluators.fold
+    leaderboard_from_entries(entries) -> dict     evaluators.leaderboard (the bench; its judge
+                                                  verdict parsing in bench_judge, responses)
+    REGISTRY, replay_run(entries, run_id)         evaluators.registry: one Evaluator shape (name,
+                                                  version, kinds, start/fold/view, replay)
 """

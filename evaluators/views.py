@@ -259,13 +259,15 @@ class ReplayResult:
     unknown: dict[str, int]
     malformed: dict[str, int]
     message: str
+    evaluator: str = EVALUATOR_NAME
+    evaluator_version: str = EVALUATOR_VERSION
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "reproduced": self.reproduced,
                 "message": self.message, "entries": self.entries,
                 "unknown": dict(sorted(self.unknown.items())),
                 "malformed": dict(sorted(self.malformed.items())),
-                "evaluator": {"name": EVALUATOR_NAME, "version": EVALUATOR_VERSION},
+                "evaluator": {"name": self.evaluator, "version": self.evaluator_version},
                 "views": [v.as_dict() for v in self.views]}
 
 

@@ -15,8 +15,6 @@ PURE = [
     ROOT / "ledger/journal/merkle.py",
     ROOT / "ledger/journal/note.py",
     ROOT / "ledger/journal/tiles.py",
-    ROOT / "ledger/bench/judge.py",
-    ROOT / "ledger/bench/leaderboard.py",
 ]
 IMPURE_MODULES = {"sqlite3", "sqlite_utils", "os", "time", "random", "secrets", "subprocess",
                   "socket", "pathlib", "shutil", "tempfile", "urllib", "http",

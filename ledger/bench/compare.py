@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.bench.leaderboard import export_v2, leaderboard_from_entries
+from evaluators.leaderboard import export_v2, leaderboard_from_entries
 from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal.journal import Journal
 

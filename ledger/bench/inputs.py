@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.bench.judge import strip_self_eval
-from ledger.bench.responses import code_files, render_files
+from evaluators.bench_judge import strip_self_eval
+from evaluators.responses import code_files, render_files
 from ledger.errors import MalformedInput, NotFound, UsageError
 
 SNAPSHOT_LIMIT = 30_000

@@ -29,12 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evaluators import bench_judge as jd
 from evaluators.facts import STUB_MARK, TODO_MARK
-from ledger.bench import judge as jd
+from evaluators.leaderboard import BENCH_EVALUATOR, BENCH_VERSION, leaderboard_from_entries
+from evaluators.responses import code_files, extract_answer, language_of, render_files
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
 from ledger.bench.inputs import BenchTask
-from ledger.bench.leaderboard import BENCH_EVALUATOR, BENCH_VERSION, leaderboard_from_entries
-from ledger.bench.responses import code_files, extract_answer, language_of, render_files
 from ledger.errors import LedgerError, NothingToRun, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
@@ -652,8 +652,8 @@ class _Bench:
 
     def offline_facts(self, agent: str, round_name: str) -> dict[str, Any]:
         """Facts for the offline judge from what the bench measured about one answer."""
-        from ledger.bench.leaderboard import parse_self_eval
-        from ledger.bench.responses import python_syntax_ok
+        from evaluators.leaderboard import parse_self_eval
+        from evaluators.responses import python_syntax_ok
 
         res = self.ok[(agent, round_name)]
         files = code_files(res.text)

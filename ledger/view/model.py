@@ -25,7 +25,7 @@ def covering_checkpoint(journal: Journal, last_seq: int | None) -> dict[str, Any
 def _bench_view(entries: Sequence[Any]) -> dict[str, Any] | None:
     if not any(e.kind.startswith("bench.") for e in entries):
         return None
-    from ledger.bench.leaderboard import leaderboard_from_entries
+    from evaluators.leaderboard import leaderboard_from_entries
 
     return leaderboard_from_entries(entries)
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.bench import judge as jd
+from evaluators import bench_judge as jd
 
 RUN = "b-20261129T120000Z-abcdef"
 

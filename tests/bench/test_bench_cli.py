@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ledger.bench.leaderboard import leaderboard_from_entries, replay_leaderboard
+from evaluators.leaderboard import leaderboard_from_entries, replay_leaderboard
 from ledger.journal.keys import load_verifier
 from tests.bench.conftest import BenchEnv, check_documented
 

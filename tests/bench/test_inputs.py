@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.responses import code_files
 from ledger.bench import inputs
 from ledger.bench.checks import corpus_check
-from ledger.bench.responses import code_files
 from ledger.errors import NotFound, UsageError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

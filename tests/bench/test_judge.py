@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ledger.bench import judge as jd
+from evaluators import bench_judge as jd
 
 SCORES = {"completeness": 5, "accuracy": 4, "actionability": 3, "no_hallucinations": 2}
 

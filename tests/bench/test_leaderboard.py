@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger.bench import leaderboard as lb
+from evaluators import leaderboard as lb
 from tests.bench.builders import RUN, RunBuilder, dims
 
 
@@ -258,3 +258,13 @@ def test_replay_without_a_recorded_view_is_not_reproduced() -> None:
     """A run with no recorded bench view cannot claim to be reproduced."""
     b = RunBuilder()
     assert lb.replay_leaderboard(b.entries, RUN)["reproduced"] is False
+
+
+@pytest.mark.parametrize("ts", [0, 1, 86_399_999_999_999, 951_782_400 * 10**9,  # 2000-02-29
+                                1_764_590_400 * 10**9 + 123, 4_102_444_799 * 10**9])
+def test_iso_times_match_the_standard_library(ts: int) -> None:
+    """The leaderboard's clock-free timestamp format equals datetime's, leap days included."""
+    from datetime import UTC, datetime, timedelta
+
+    want = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts // 1000)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert lb._iso(ts) == want

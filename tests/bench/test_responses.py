@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ledger.bench.responses import (
+from evaluators.responses import (
     code_blocks,
     code_files,
     extract_answer,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from evaluators.leaderboard import leaderboard_from_entries, replay_leaderboard
 from ledger.bench import checks
 from ledger.bench.inputs import task_from_prompt
-from ledger.bench.leaderboard import leaderboard_from_entries, replay_leaderboard
 from ledger.bench.runner import BenchOptions, bound, run_bench
 from ledger.home import LedgerHome
 from tests.bench.conftest import BenchEnv, check_documented

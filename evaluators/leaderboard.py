@@ -4,7 +4,7 @@
     result = replay_leaderboard(journal.entries(run=run_id), run_id)
 
 No I/O, no clock, no model: the judges' answers are read back from ``bench.judge_raw`` entries and
-parsed again (:func:`ledger.bench.judge.parse_scores`), so ``ledger replay`` reproduces every score
+parsed again (:func:`evaluators.bench_judge.parse_scores`), so ``ledger replay`` reproduces every score
 from the log. The rules, also in docs/bench.md:
 
 * code_composite = sum of the four 0-5 dimensions (0-20), the median over the jury's judges;
@@ -27,11 +27,9 @@ import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from evaluators.views import diff_values, normalize
-from ledger.bench.judge import (
+from evaluators.bench_judge import (
     DIMENSIONS,
     PASS_PRIMARY,
     PASS_SWAP,
@@ -41,7 +39,8 @@ from ledger.bench.judge import (
     ROUND_TESTS_REVISED,
     parse_scores,
 )
-from ledger.bench.responses import code_files, python_syntax_ok
+from evaluators.responses import code_files, python_syntax_ok
+from evaluators.views import diff_values, normalize
 
 BENCH_EVALUATOR = "bench"
 BENCH_VERSION = "1.0.0"
@@ -286,10 +285,23 @@ def _swap_check(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------- the view
 
 def _iso(ts: int | None) -> str | None:
+    """``YYYY-MM-DDTHH:MM:SSZ`` of a journal timestamp (ns since the epoch, UTC), computed from
+    the number alone (no datetime: evaluators import no clock); Hinnant's civil-from-days."""
     if ts is None:
         return None
-    t = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts // 1000)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    secs = ts // 1_000_000_000
+    days, rem = divmod(secs, 86_400)
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    return (f"{year:04d}-{month:02d}-{day:02d}T{rem // 3600:02d}:{rem % 3600 // 60:02d}:"
+            f"{rem % 60:02d}Z")
 
 
 def _sum(values: Iterable[float | int | None]) -> float | None:
@@ -446,6 +458,22 @@ def leaderboard_from_entries(entries: Iterable[EntryLike]) -> dict[str, Any]:
     s = _State(None)
     for e in entries:
         _fold(s, e)
+    return leaderboard_view(s)
+
+
+def new_leaderboard_state(run_id: str | None = None) -> _State:
+    """An empty fold state (``run_id`` None: the run of the first ``bench.*`` entry)."""
+    return _State(run_id)
+
+
+def fold_leaderboard(state: _State, entry: EntryLike) -> _State:
+    """Add one entry to ``state`` (in place) and return it."""
+    _fold(state, entry)
+    return state
+
+
+def leaderboard_view(s: _State) -> dict[str, Any]:
+    """The bench view of a folded state (see :func:`leaderboard_from_entries`)."""
     started = s.started or {}
     options = dict(started.get("options") or {})
     with_tests = bool(options.get("with_tests"))

@@ -1,0 +1,139 @@
+"""Every projection in one shape, and the registry ``ledger replay`` iterates.
+
+    Evaluator        name and version (as ``view.recorded`` names them), the entry kinds it
+                     reads, ``start(run_id)`` -> state, ``fold(state, entry)`` -> state,
+                     ``view(state)`` -> the view, ``replay(entries, run_id)`` -> ReplayResult
+    REGISTRY         the golden score (evaluators.views) and the bench leaderboard
+                     (evaluators.leaderboard)
+    replay_run       replays the views a run recorded, with each evaluator that recorded one
+
+Pure: entries in, values out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evaluators import fold as golden_fold
+from evaluators import leaderboard as lb
+from evaluators import views
+from ledger.journal.codec import Entry
+
+# The kinds the golden fold reads: the keys of its dispatch table.
+GOLDEN_KINDS: frozenset[str] = frozenset(golden_fold._HANDLERS)
+
+
+class Evaluator(Protocol):
+    """A pure projection of a run's entries (eventsourcing's projection shape)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def kinds(self) -> frozenset[str]: ...
+
+    def start(self, run_id: str | None) -> Any: ...
+
+    def fold(self, state: Any, entry: Entry) -> Any: ...
+
+    def view(self, state: Any) -> dict[str, Any]: ...
+
+    def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult: ...
+
+
+@dataclass(frozen=True)
+class Golden:
+    """The golden score, failure taxonomy and per-attempt rows (docs/SCORING.md)."""
+
+    name: str = views.EVALUATOR_NAME
+    version: str = views.EVALUATOR_VERSION
+    kinds: frozenset[str] = GOLDEN_KINDS
+
+    def start(self, run_id: str | None) -> golden_fold.FoldState:
+        return views._prepared(run_id)
+
+    def fold(self, state: golden_fold.FoldState, entry: Entry) -> golden_fold.FoldState:
+        return golden_fold.fold(state, entry)
+
+    def view(self, state: golden_fold.FoldState) -> dict[str, Any]:
+        return views.view(state)
+
+    def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+        return views.replay(entries, run_id)
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """The multi-agent bench leaderboard (docs/bench.md)."""
+
+    name: str = lb.BENCH_EVALUATOR
+    version: str = lb.BENCH_VERSION
+    kinds: frozenset[str] = lb.KNOWN_KINDS
+
+    def start(self, run_id: str | None) -> Any:
+        return lb.new_leaderboard_state(run_id)
+
+    def fold(self, state: Any, entry: Entry) -> Any:
+        return lb.fold_leaderboard(state, entry)
+
+    def view(self, state: Any) -> dict[str, Any]:
+        return lb.leaderboard_view(state)
+
+    def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+        seen = list(entries)
+        out = lb.replay_leaderboard(seen, run_id)
+        replayed = tuple(
+            views.ReplayedView(int(v["seq"]), self.name, str(v.get("version")), True,
+                               tuple(views.ViewDiff(d["path"], d.get("recorded"), d.get("computed"),
+                                                    d.get("absent")) for d in v["diffs"]),
+                               int(v["diff_count"]))
+            for v in out["views"])
+        mine = [e for e in seen if e.run == run_id]
+        status = "finished" if any(e.kind == "bench.finished" for e in mine) else "unfinished"
+        return views.ReplayResult(run_id=run_id, status=status, reproduced=bool(out["reproduced"]),
+                                  views=replayed, entries=len(mine), unknown={}, malformed={},
+                                  message=str(out["message"]), evaluator=self.name,
+                                  evaluator_version=self.version)
+
+
+REGISTRY: tuple[Evaluator, ...] = (Golden(), Leaderboard())
+
+
+def by_name(name: str) -> Evaluator | None:
+    return next((ev for ev in REGISTRY if ev.name == name), None)
+
+
+def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+    """Replay every view ``run_id`` recorded, each with the evaluator that recorded it.
+
+    With views of one evaluator, that evaluator's result; with none, the golden evaluator's
+    (which says no view was recorded); with several, one result whose views are all of theirs
+    and which is reproduced only when every one of them is.
+    """
+    seen = [e for e in entries if e.run == run_id]
+    recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
+    results = [ev.replay(seen, run_id) for ev in REGISTRY if ev.name in recorded]
+    if not results:
+        return REGISTRY[0].replay(seen, run_id)
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    known = {ev.name for ev in REGISTRY}
+    merged = tuple(v for r in results for v in r.views if v.evaluator == r.evaluator)
+    others = tuple(v for v in first.views if v.evaluator not in known)
+    ok = all(r.reproduced for r in results)
+    return views.ReplayResult(
+        run_id=run_id, status=first.status, reproduced=ok, views=merged + others,
+        entries=first.entries, unknown=first.unknown, malformed=first.malformed,
+        message="; ".join(r.message for r in results),
+        evaluator="+".join(r.evaluator for r in results),
+        evaluator_version="+".join(r.evaluator_version for r in results))
+
+
+__all__ = ["GOLDEN_KINDS", "REGISTRY", "Evaluator", "Golden", "Leaderboard", "by_name",
+           "replay_run"]
