@@ -406,6 +406,8 @@ def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redacto
 def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> dict[str, Any]:
     """What a built-in agent needs besides the context (never given to other agents)."""
     extra: dict[str, Any] = dict(plan.config.get("agent_extra") or {})
+    if getattr(agent, "kind", None) == "http":
+        extra["max_tokens"] = int(task.max_tokens)  # the HTTP agent stops at the token budget
     builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
     if builtin == "oracle":
         extra["task_root"] = str(task.root)  # the oracle reads the solution: DIRTY by design
@@ -471,13 +473,13 @@ def agent_readable(argv: Sequence[str], ws: Workspace, task: Task) -> list[str]:
 
 def _observed_invocation(invocation: Any, agent: Any, ws: Workspace) -> Any:
     """The invocation with the attempt's own temporary folder (scratch, writable by the scan
-    policy). The built-in agents (harness code) also get what the harness gives the task's
+    policy). The built-in agents and the HTTP agent (harness code) also get what the harness gives the task's
     commands: the private home, the harness's Python first on PATH (``python`` in a demo step is
     the one ``python`` in the task means), and no bytecode written outside the worktree."""
     env = dict(invocation.env)
     for name in ("TMPDIR", "TMP", "TEMP"):
         env[name] = str(ws.scratch)
-    if getattr(agent, "kind", None) == "builtin":
+    if getattr(agent, "kind", None) in ("builtin", "http"):
         env["HOME"] = str(ws.home)
         env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
                                        env.get("PATH", os.defpath)])
@@ -584,6 +586,7 @@ def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
                redact: Redactor) -> None:
+    from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, resolve_trace, run_agent_process
 
@@ -617,6 +620,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     outcome = run_agent_process(
         invocation, ctx, trace=mode, capture_filter=redact, evidence=redact.evidence,
         on_event=lambda ev: out.entry(*_streamed(ev)),
+        watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )
     for kind, data in output_events(outcome):
         out.entry(kind, data)
@@ -635,6 +639,8 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "cost_source": source,
         "orphans": outcome.orphans,
         "telemetry": outcome.exit_code is not None or outcome.signal is not None,
+        "model_calls": outcome.usage.model_calls,
+        "agent_error": classify(getattr(agent, "kind", ""), outcome),
     })
 
 

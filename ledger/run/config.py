@@ -21,6 +21,12 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     env = { MYBOT_MODE = "batch" }                   # optional extra environment
     endpoints = ["api.mybot.example"]                # its model API: host[:port], 443 if none
 
+    [agents.local-qwen]         # the built-in HTTP agent (docs/agents.md)
+    kind = "http"
+    model = "qwen2.5-coder"
+    base_url = "http://127.0.0.1:8000/v1"
+    api_key_env = "MY_KEY"      # the variable holding the key (default OPENAI_API_KEY)
+
 A missing file means "no configuration"; anything else that is wrong is a ``MalformedInput``
 naming the file and the key.
 """
@@ -53,8 +59,8 @@ class AgentDef:
     env: Mapping[str, str] = field(default_factory=dict)
     version: str | None = None
     endpoints: tuple[str, ...] = ()  # model API endpoints the agent may reach
-    kind: str = "cmd"  # "cmd" | "preset" (settings for a CLI preset)
-    settings: Mapping[str, Any] = field(default_factory=dict)  # kind = "preset": checked table
+    kind: str = "cmd"  # "cmd" | "preset" (settings for a CLI preset) | "http" (the HTTP agent)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # kind preset/http: the table
 
     def spec(self) -> str:
         """The equivalent generic ``cmd:`` spec string."""
@@ -83,7 +89,7 @@ class LedgerConfig:
     def agent_table(self) -> dict[str, dict[str, Any]]:
         """Plain, picklable form of the named agents (sent to workers with each attempt)."""
         return {
-            name: dict(a.settings) if a.kind == "preset" else
+            name: dict(a.settings) if a.kind in ("preset", "http") else
             {"command": list(a.command), "env": dict(a.env), "version": a.version,
              "endpoints": list(a.endpoints)}
             for name, a in self.agents.items()
@@ -165,13 +171,25 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     from ledger.errors import UsageError
     from ledger.run.agents import preset_settings
 
+    kind = raw.get("kind", "cmd")
+    if kind == "http":
+        from ledger.run.agents.http import http_agent_from_table
+
+        try:
+            http_agent_from_table(name, raw, where)
+        except UsageError as exc:
+            raise MalformedInput(str(exc)) from None
+        return AgentDef(name=name, command=(), kind="http", settings=dict(raw))
     try:
         preset = preset_settings(name, raw)
     except UsageError as exc:
         raise MalformedInput(f"{where}: {exc}") from None
     if preset is not None:  # base_url / api_key_env / model / env for a CLI preset
         return AgentDef(name=name, command=(), kind="preset", settings=preset)
-    unknown = sorted(set(raw) - _AGENT_KEYS)
+    if kind != "cmd":
+        raise MalformedInput(f"{at}: kind must be \"cmd\" (a command), \"cli\" (a preset) or "
+                             f"\"http\" (the built-in HTTP agent), got {kind!r}")
+    unknown = sorted(set(raw) - _AGENT_KEYS - {"kind"})
     if unknown:
         raise MalformedInput(f"{at}: unknown key(s) {unknown}; known: {sorted(_AGENT_KEYS)}")
     command = raw.get("command")

@@ -41,6 +41,8 @@ class Usage:
     tokens_out: int | None = None
     cost_usd: float | None = None  # as reported by the agent itself
     model: str | None = None
+    model_calls: int | None = None  # model calls answered with success (None = not observable)
+    agent_error: dict[str, str] | None = None  # {kind, detail}: the agent never reached its model
 
 
 class OutputParser(Protocol):
@@ -88,6 +90,7 @@ class ProcessOutcome:
     usage: Usage = field(default_factory=Usage)
     trace: str = "none"  # "strace" | "none"
     trace_reason: str = ""
+    agent_error: dict[str, str] | None = None  # set when a watch stopped the agent early
 
 
 class CaptureFilter(Protocol):

@@ -351,8 +351,14 @@ def run_agent_process(
     output_limit: int = 64 * 1024,
     on_event: Callable[[Event], None] | None = None,
     grace_s: float = GRACE_S,
+    watch: Any = None,
 ) -> ProcessOutcome:
-    """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all."""
+    """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all.
+
+    ``watch`` (a ``ledger.run.agent_errors.ReachWatch``) sees every output line and transcript
+    event; once it has a ``verdict`` the agent is stopped like at its time limit (but not
+    ``timed_out``) and the outcome's ``agent_error`` is the verdict, redacted.
+    """
     if not inv.argv:
         raise UsageError("agent invocation has an empty command line")
     mode, trace_reason = resolve_trace(trace)
@@ -379,10 +385,14 @@ def run_agent_process(
         for ev in events:
             ev = sanitize_event(ev, clean)
             timed.append((ts, ev))
+            if watch is not None:
+                watch.event(ev)
             if on_event is not None:
                 on_event(ev)
 
     def on_line(line: str) -> None:
+        if watch is not None:
+            watch.line(line)
         if parser is None:
             return
         try:
@@ -391,8 +401,8 @@ def run_agent_process(
             return
         emit(events, time.time())
 
-    out = _Stream(output_limit, on_line if parser is not None else None)
-    err = _Stream(output_limit, None)
+    out = _Stream(output_limit, on_line if parser is not None or watch is not None else None)
+    err = _Stream(output_limit, watch.line if watch is not None else None)
     try:
         proc = subprocess.Popen(
             argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -438,7 +448,10 @@ def run_agent_process(
             if proc.poll() is not None:
                 break
             now = time.monotonic()
-            if term_at is None and now >= deadline:
+            if term_at is None and watch is not None and watch.verdict is not None:
+                term_at = now  # the agent cannot reach its model: stop it now
+                _signal_group(proc.pid, signal.SIGTERM)
+            elif term_at is None and now >= deadline:
                 timed_out = True
                 term_at = now
                 _signal_group(proc.pid, signal.SIGTERM)
@@ -511,6 +524,8 @@ def run_agent_process(
         usage=usage,
         trace=mode,
         trace_reason=trace_reason,
+        agent_error=({k: clean(str(v)) for k, v in watch.verdict.items()}
+                     if watch is not None and watch.verdict is not None else None),
     )
 
 

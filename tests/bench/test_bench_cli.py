@@ -212,7 +212,7 @@ def test_usage_and_cost_per_cli(env: BenchEnv) -> None:
     assert code == 0, err
     rows = {r["provider"]: r for r in leaderboard_from_entries(env.entries())["rows"]}
     assert rows["claude"]["cost_source"] == "reported" and not rows["claude"]["tokens_estimated"]
-    assert rows["gemini"]["cost_source"] == "estimated" and not rows["gemini"]["tokens_estimated"]
+    assert rows["gemini"]["cost_source"] == "priced" and not rows["gemini"]["tokens_estimated"]
     assert rows["gemini"]["cost_usd"] > 0
     assert rows["cursor-agent"]["tokens_estimated"] and rows["cursor-agent"]["cost_usd"] is None
 

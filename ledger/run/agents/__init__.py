@@ -6,7 +6,9 @@ Specs (``resolve_agent``):
     claude | codex | gemini | cursor-agent | aider   CLI presets; ``PRESET:MODEL`` picks a model
     cmd:PROGRAM ARG...                          any program; ``{prompt_file}`` ``{worktree}``
                                                 ``{task_id}`` ``{prompt}`` are substituted
-    NAME                                        ``[agents.NAME]`` in ledger.toml (a command)
+    http:MODEL@BASE_URL                         the built-in HTTP agent (``agents/http.py``)
+    NAME                                        ``[agents.NAME]`` in ledger.toml (a command, or
+                                                ``kind = "http"``)
 
 Every agent runs with the worktree as working directory and ``LEDGER_WORKTREE``,
 ``LEDGER_PROMPT_FILE``, ``LEDGER_TASK_ID`` in its environment. Secrets found in the environment
@@ -371,12 +373,22 @@ def _preset_agent(spec: str, name: str, settings: Mapping[str, Any],
                     base_url=settings.get("base_url"), api_key_env=settings.get("api_key_env"))
 
 
+def _table_kind(entry: Any) -> str:
+    kind = entry.get("kind") if isinstance(entry, Mapping) else getattr(entry, "kind", None)
+    return kind if isinstance(kind, str) else "cmd"
+
+
 def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agent:
     """The agent a spec string names (see the module docstring); UsageError if it names none."""
     spec = spec.strip()
     if not spec:
         raise UsageError("empty agent spec")
     table = _agents_table(config)
+    if spec in table and _table_kind(table[spec]) == "http":
+        from ledger.run.agents.http import http_agent_from_table
+
+        entry = table[spec]
+        return http_agent_from_table(spec, entry if isinstance(entry, Mapping) else entry.settings)
     settings = preset_settings(spec, table[spec]) if spec in table else None
     if settings is not None:
         return _preset_agent(spec, spec, settings)
@@ -392,6 +404,10 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
         if not run:
             raise UsageError("replay needs a run id: replay:RUN")
         return BuiltinAgent(name=safe_name(f"replay-{run}"), spec=spec, builtin="replay", run_ref=run)
+    if spec.startswith("http:"):
+        from ledger.run.agents.http import parse_http_spec
+
+        return parse_http_spec(spec)
     if spec.startswith("cmd:"):
         try:
             argv = tuple(shlex.split(spec[len("cmd:"):]))
@@ -407,7 +423,8 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
         own = preset_settings(preset.name, table[preset.name]) if preset.name in table else None
         name = preset.name if model is None else f"{preset.name}-{model}"
         return _preset_agent(spec, name, own or {"preset": preset.name}, model)
-    known = [*BUILTINS, "replay:RUN", *PRESET_ORDER, "cmd:PROGRAM ...", *sorted(table)]
+    known = [*BUILTINS, "replay:RUN", *PRESET_ORDER, "cmd:PROGRAM ...", "http:MODEL@BASE_URL",
+             *sorted(table)]
     raise UsageError(f"unknown agent {spec!r}; known: {', '.join(known)}")
 
 

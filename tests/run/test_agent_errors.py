@@ -1,0 +1,106 @@
+"""``agent_error``: agents that never reached a model are told apart, and stopped early.
+
+Each case is data: the agent kind, what it printed, how it ended, what it parsed; and the
+``agent_error`` kind it must get (None: it did work, or it is not judged).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.run.agent_errors import ReachWatch, classify, line_sign
+from ledger.run.contracts import AttemptContext, Invocation, ProcessOutcome, Usage
+from ledger.run.process import run_agent_process
+
+
+def outcome(*, exit_code: int | None = 1, timed_out: bool = False, stdout: str = "",
+            stderr: str = "", usage: Usage | None = None, events: list | None = None,
+            stopped: dict | None = None) -> ProcessOutcome:
+    return ProcessOutcome(exit_code=exit_code, signal=None, wall_s=1.0, timed_out=timed_out,
+                          orphans=0, stdout_text=stdout, stdout_total=len(stdout),
+                          stderr_text=stderr, stderr_total=len(stderr), events=events or [],
+                          usage=usage or Usage(), agent_error=stopped)
+
+
+CASES = {
+    "connection-refused-cli": ("cli", outcome(stderr="Error: connect ECONNREFUSED 127.0.0.1:9\n"),
+                               "unreachable"),
+    "auth-401-cli-exit-0": ("cli", outcome(exit_code=0, stdout="The API provider is not able to "
+                                                               "authenticate you. Check your API key.\n"),
+                            "auth_rejected"),
+    "invalid-key-json": ("cli", outcome(stdout='{"type":"result","is_error":true,'
+                                               '"result":"Invalid API key"}\n'), "auth_rejected"),
+    "timed-out-silent-cli": ("cli", outcome(exit_code=None, timed_out=True), "no_model_call"),
+    "http-agent-says-unreachable": ("http", outcome(exit_code=3, usage=Usage(
+        tokens_in=0, tokens_out=0, model_calls=0,
+        agent_error={"kind": "unreachable", "detail": "refused"})), "unreachable"),
+    "stopped-by-watch": ("cli", outcome(exit_code=None, stopped={"kind": "unreachable",
+                                                                 "detail": "stopped early"}),
+                         "unreachable"),
+    # did work: never an agent_error, whatever it printed later
+    "tokens-reported": ("cli", outcome(stderr="connection reset\n",
+                                       usage=Usage(tokens_in=10, tokens_out=1)), None),
+    "tool-call-seen": ("cli", outcome(events=[("tool.call", {"tool": "shell", "input": {}})],
+                                      stderr="ECONNREFUSED\n"), None),
+    "http-answered-once": ("http", outcome(exit_code=1, usage=Usage(model_calls=1)), None),
+    # not judged: no model to reach
+    "builtin-failed": ("builtin", outcome(stderr="connection refused\n"), None),
+    "cmd-failed": ("cmd", outcome(stderr="connection refused\n"), None),
+    # a CLI that exited 0 saying nothing about a failure is not flagged
+    "cli-quiet-success": ("cli", outcome(exit_code=0), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_classify(name: str) -> None:
+    """Each recorded ending gets the agent_error kind its case names (or none)."""
+    kind, out, expected = CASES[name]
+    got = classify(kind, out)
+    assert (got["kind"] if got else None) == expected
+
+
+def test_line_signs() -> None:
+    """Connection and auth failures are recognised in common CLI wordings; others are not."""
+    assert line_sign('{"type":"error","message":"Reconnecting... 2/5 (error sending request)"}') \
+        == "unreachable"
+    assert line_sign("APIError: 401 Unauthorized") == "auth_rejected"
+    assert line_sign("HTTP 403 Forbidden: invalid api key") == "auth_rejected"
+    assert line_sign("ran 12 tests, 0 failures") is None
+
+
+def test_watch_ignores_failures_after_progress() -> None:
+    """Once a tool call was seen, error lines (e.g. from the agent's own commands) stop nothing."""
+    watch = ReachWatch()
+    watch.event(("tool.call", {"tool": "bash"}))
+    assert not any(watch.line("curl: (7) Failed to connect: Connection refused") for _ in range(9))
+    assert watch.verdict is None
+
+
+def test_cli_retrying_a_dead_endpoint_is_stopped_early(tmp_path: Path) -> None:
+    """A CLI that keeps retrying an unreachable model is stopped within seconds, not its budget."""
+    script = tmp_path / "retrier.py"
+    script.write_text(textwrap.dedent("""\
+        import sys, time
+        for i in range(1000):
+            print('{"type":"error","message":"Reconnecting... %d/5 (error sending request)"}' % i,
+                  flush=True)
+            time.sleep(0.2)
+        """))
+    for d in ("wt", "home"):
+        (tmp_path / d).mkdir()
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("x")
+    ctx = AttemptContext(attempt_id="r-t/t/cli/1/1", task_id="t", worktree=tmp_path / "wt",
+                         prompt_file=prompt, prompt="x", home=tmp_path / "home", timeout_s=120)
+    inv = Invocation(argv=(sys.executable, str(script)), env={"PATH": "/usr/bin:/bin"})
+    start = time.monotonic()
+    out = run_agent_process(inv, ctx, trace="none", watch=ReachWatch(), grace_s=1.0)
+    assert time.monotonic() - start < 10
+    assert not out.timed_out
+    assert out.agent_error is not None and out.agent_error["kind"] == "unreachable"
+    assert classify("cli", out) == out.agent_error
