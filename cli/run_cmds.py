@@ -133,6 +133,10 @@ def render_summary(s: RunSummary, saved: bool) -> str:
                                "regression", "attestation", "agent s", "cost $"], rows)]
     else:
         lines.append("nothing left to run")
+    if s.unreached:
+        lines.append("")
+        lines += [f"agent {a.agent}: never reached its model in {a.unreached} of {a.attempts} "
+                  f"attempt(s) ({a.kind}: {a.detail})" for a in s.unreached]
     lines += ["", f"checkpoint (tree size {s.tree_size}):", s.checkpoint.rstrip("\n"), ""]
     if saved:
         lines += ["next:", f"  ledger report {s.run_id}", f"  ledger verify {s.run_id}"]
@@ -195,6 +199,10 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
         _render(summary, as_json, saved=True, compare=delta if compare_prev else _NO_COMPARE)
     if summary.status == "interrupted":
         sys.exit(130)
+    if summary.idle_agents:
+        click.echo(f"error: no attempt of {', '.join(summary.idle_agents)} reached a model; "
+                   "nothing was really run", err=True)
+        sys.exit(3)
 
 
 _NO_COMPARE: dict[str, Any] = {}

@@ -35,11 +35,14 @@ class AttemptResult:
     attestation: str | None = None  # CLEAN | DIRTY | UNOBSERVED, None when not attested
     attestation_hash: str | None = None
     attestation_matches: int = 0
+    agent_error: dict[str, Any] | None = None  # {kind, detail}: the agent never reached its model
 
     @property
     def outcome(self) -> str:
         if self.status != "completed":
             return self.status or "unfinished"
+        if self.agent_error:
+            return "agent_error"
         if self.timed_out:
             return "timeout"
         ok = bool(self.hidden_passed) and self.signals_passed == self.signals_total
@@ -54,6 +57,8 @@ class AttemptResult:
             self.timed_out = bool(data.get("timed_out"))
             self.crashed = bool(data.get("crashed"))
             self.orphans = int(data.get("orphans") or 0)
+            error = data.get("agent_error")
+            self.agent_error = dict(error) if isinstance(error, Mapping) else None
         elif kind == "signal.result":
             self.signals_total += 1
             self.signals_passed += 1 if data.get("passed") else 0
@@ -82,7 +87,44 @@ class AttemptResult:
             "orphans": self.orphans, "attestation": self.attestation,
             "attestation_hash": self.attestation_hash,
             "attestation_matches": self.attestation_matches,
+            "agent_error": self.agent_error,
         }
+
+
+@dataclass(frozen=True)
+class AgentReach:
+    """One agent of a run whose attempts (some or all) never reached its model."""
+
+    agent: str
+    attempts: int  # attempts of the agent that reported an agent.finished
+    unreached: int  # of those, with an agent_error
+    kind: str  # the agent_error kind of the first such attempt
+    detail: str
+
+    @property
+    def no_work(self) -> bool:
+        """No attempt of this agent did any work."""
+        return self.unreached == self.attempts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "attempts": self.attempts, "unreached": self.unreached,
+                "kind": self.kind, "detail": self.detail, "no_work": self.no_work}
+
+
+def agent_reach(results: list[AttemptResult]) -> list[AgentReach]:
+    """Per agent (in first-seen order), the attempts that never reached a model."""
+    seen: dict[str, list[AttemptResult]] = {}
+    for r in results:
+        if r.status is not None or r.agent_error is not None:
+            seen.setdefault(r.agent, []).append(r)
+    out = []
+    for agent, rows in seen.items():
+        bad = [r for r in rows if r.agent_error]
+        if bad:
+            first = bad[0].agent_error or {}
+            out.append(AgentReach(agent, len(rows), len(bad), str(first.get("kind", "")),
+                                  str(first.get("detail", ""))))
+    return out
 
 
 @dataclass
@@ -96,9 +138,20 @@ class RunSummary:
     ledger: Path
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def unreached(self) -> list[AgentReach]:
+        """Agents with attempts that never reached their model (see ``agent_reach``)."""
+        return agent_reach(self.results)
+
+    @property
+    def idle_agents(self) -> list[str]:
+        """Agents none of whose attempts did any work: ``ledger run`` exits 3 when there is one."""
+        return [a.agent for a in self.unreached if a.no_work]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "run": self.run_id, "status": self.status, "resumed": self.resumed,
+            "agent_errors": [a.as_dict() for a in self.unreached],
             "attempts": [r.as_dict() for r in self.results], "checkpoint": self.checkpoint,
             "tree_size": self.tree_size, "ledger": str(self.ledger), "notes": list(self.notes),
             "next": [f"ledger report {self.run_id}", f"ledger verify {self.run_id}"],

@@ -23,8 +23,9 @@ Auth. ``api_key=`` makes the server require ``Authorization: Bearer KEY`` (or ``
 ``x-goog-api-key`` / ``?key=``); a request without it gets a 401 and does not consume a turn.
 
 Time. ``ScriptedRequest.server_s`` is the time the server spent on a request (delay included),
-measured from the request line being read to the response written, so a benchmark can subtract
-the server's own time from what a client saw.
+measured from the request line being read to the response written (``received_at`` is when
+that was, on ``time.perf_counter``), so a benchmark can subtract the server's own time from what
+a client saw.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ class ScriptedRequest:
     turn: int | None  # index of the script turn used, None when none was consumed
     status: int = 0
     server_s: float = 0.0
+    received_at: float = 0.0  # time.perf_counter() when the request line had been read
 
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8")) if self.body else None
@@ -325,7 +327,7 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             proto = next((p for p in model.protocols if p.claims(self.command, self.path)), None)
             rec = ScriptedRequest(self.command, self.path, headers, body,
-                                  proto.name if proto else None, None)
+                                  proto.name if proto else None, None, received_at=start)
             try:
                 if proto is None:
                     reply = json_reply(404, {"error": {"message": f"no scripted protocol serves "

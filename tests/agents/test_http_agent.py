@@ -27,6 +27,9 @@ from ledger.run.agents import resolve_agent
 from ledger.run.agents.http import HttpAgent, url_endpoint
 from ledger.run.config import parse_config
 from tests.agents.scripted_model import fail, say, script_totals, tool_call
+from tests.doc_tables import documented_fields
+
+VOCAB = Path(__file__).resolve().parents[2] / "docs" / "VOCABULARY.md"
 
 KEY = "local-key-7f3a9c2e5b81d4"  # not shaped like a vendor key: redaction must come from the env
 KEY_ENV = "LOCAL_LLM_PASSPHRASE_X"
@@ -115,9 +118,49 @@ def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
     for path in home.glob("journal.db*"):
         assert KEY.encode() not in path.read_bytes()
 
+    # Every entry the HTTP agent's attempt wrote is documented, field by field (`at`: a convention).
+    vocab = documented_fields(VOCAB)
+    for e in entries:
+        if e.kind in ("model.request", "model.response", "agent.finished", "tool.call"):
+            assert set(e.data) - {"at"} <= vocab[e.kind], (e.kind, set(e.data) - vocab[e.kind])
+
     assert ledger(home, "verify").exit_code == 0
     replay = ledger(home, "replay")
     assert replay.exit_code == 0, replay.output
+
+
+def test_server_down_records_agent_error_and_exits_3(tmp_path: Path, scripted_model: Any) -> None:
+    """No model server: agent_error unreachable, one summary line, exit 3, within seconds."""
+    server = scripted_model([])
+    url = server.base_url
+    server.stop()
+    home = tmp_path / ".ledger"
+    write_toml(home, f'[agents.dead]\nkind = "http"\nmodel = "m"\nbase_url = "{url}"\n'
+                     'retries = 1\n')
+    start = time.monotonic()
+    result = ledger(home, "run", "--task", "add-clamp", "--agent", "dead", "--trace", "none")
+    assert time.monotonic() - start < 60  # the task's budget is 180 s
+    assert result.exit_code == 3, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("agent dead:"))
+    assert line.startswith("agent dead: never reached its model in 1 of 1 attempt(s) (unreachable:")
+    assert "no attempt of dead reached a model" in result.stderr
+    finished = next(e.data for e in journal_entries(home) if e.kind == "agent.finished")
+    assert finished["agent_error"]["kind"] == "unreachable" and finished["model_calls"] == 0
+    assert finished["timed_out"] is False and finished["wall_s"] < 30
+
+
+def test_agent_that_worked_once_does_not_exit_3(tmp_path: Path, scripted_model: Any) -> None:
+    """One repeat reached the model, one did not: the agent did work, so the run exits 0."""
+    server = scripted_model([tool_call("submit", {}), fail(401, "bad key")])
+    home = tmp_path / ".ledger"
+    result = ledger(home, "run", "--task", "add-clamp", "--agent", f"http:m@{server.base_url}",
+                    "--repeat", "2", "--trace", "none", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert sorted(str(a["outcome"]) for a in summary["attempts"]) == ["agent_error", "failed"]
+    assert summary["agent_errors"] == [{"agent": "http-m", "attempts": 2, "unreached": 1,
+                                        "kind": "auth_rejected", "detail": "HTTP 401: bad key",
+                                        "no_work": False}]
 
 
 def test_http_spec_resolves_with_endpoint() -> None:
