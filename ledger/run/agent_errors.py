@@ -15,14 +15,17 @@ has an ``agent_error``, whatever happened later.
 The HTTP agent says it itself (its transcript's ``agent.error``). For CLI agents the signs are
 generic: lines of their output shaped like a connection or an authentication failure, counted
 live by ``ReachWatch`` while the agent runs, so that a CLI retrying a dead endpoint is stopped
-early (``UNREACHABLE_LINES`` such lines, or ``AUTH_LINES``, before any progress) instead of
-running out its time budget.
+early instead of running out its time budget: ``UNREACHABLE_LINES`` such lines (or
+``AUTH_LINES``) before any progress, the last at least ``WINDOW_S`` seconds after the first. The
+window lets a CLI get over a failure it recovers from by itself (codex fails to open a WebSocket
+a few times within seconds, then falls back to HTTP).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ledger.run.contracts import Event, ProcessOutcome
@@ -31,6 +34,7 @@ KINDS = ("unreachable", "auth_rejected", "model_error", "no_model_call")
 JUDGED_KINDS = frozenset({"cli", "http"})  # agent kinds that use a model
 UNREACHABLE_LINES = 3
 AUTH_LINES = 2
+WINDOW_S = 20.0
 DETAIL_LIMIT = 300
 
 _AUTH = re.compile(
@@ -67,10 +71,15 @@ class ReachWatch:
     """Fed every output line and transcript event while the agent runs; ``verdict`` is set (and
     the agent should be stopped) once it is clear that the agent cannot reach its model."""
 
-    def __init__(self, unreachable_lines: int = UNREACHABLE_LINES, auth_lines: int = AUTH_LINES) -> None:
+    def __init__(self, unreachable_lines: int = UNREACHABLE_LINES, auth_lines: int = AUTH_LINES,
+                 window_s: float = WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = {"unreachable": unreachable_lines, "auth_rejected": auth_lines}
         self.counts = {"unreachable": 0, "auth_rejected": 0}
+        self.window_s = window_s
+        self.clock = clock
         self.first: dict[str, str] = {}
+        self.first_at: dict[str, float] = {}
         self.progress = False
         self.verdict: dict[str, str] | None = None
 
@@ -85,11 +94,14 @@ class ReachWatch:
         sign = line_sign(text)
         if sign is None:
             return False
+        now = self.clock()
         self.counts[sign] += 1
         self.first.setdefault(sign, text.strip()[:DETAIL_LIMIT])
-        if self.counts[sign] >= self.limits[sign]:
-            self.verdict = {"kind": sign, "detail": f"stopped early: {self.counts[sign]} lines like "
-                                                    f"{self.first[sign]!r} before any model answer"}
+        self.first_at.setdefault(sign, now)
+        if self.counts[sign] >= self.limits[sign] and now - self.first_at[sign] >= self.window_s:
+            self.verdict = {"kind": sign, "detail": (
+                f"stopped early: {self.counts[sign]} lines like {self.first[sign]!r} in "
+                f"{now - self.first_at[sign]:.0f} s before any model answer")}
             return True
         return False
 
@@ -124,5 +136,5 @@ def classify(agent_kind: str, outcome: ProcessOutcome, events: Iterable[Event] =
     return None
 
 
-__all__ = ["AUTH_LINES", "JUDGED_KINDS", "KINDS", "UNREACHABLE_LINES", "ReachWatch", "classify",
+__all__ = ["AUTH_LINES", "JUDGED_KINDS", "KINDS", "UNREACHABLE_LINES", "WINDOW_S", "ReachWatch", "classify",
            "line_sign", "made_progress"]

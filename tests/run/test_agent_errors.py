@@ -81,6 +81,27 @@ def test_watch_ignores_failures_after_progress() -> None:
     assert watch.verdict is None
 
 
+def test_watch_waits_out_a_burst_the_cli_recovers_from() -> None:
+    """Failure lines within the window (codex's WebSocket attempts) stop nothing; persistent ones
+    past it do."""
+    now = [0.0]
+    watch = ReachWatch(window_s=20.0, clock=lambda: now[0])
+    line = "ERROR codex_api: failed to connect to Responses WebSocket stage=Unknown"
+    for t in (0.0, 0.5, 1.5, 3.0, 10.0):
+        now[0] = t
+        assert not watch.line(line)
+    now[0] = 21.0
+    assert watch.line(line) and watch.verdict is not None
+    assert watch.verdict["kind"] == "unreachable" and "in 21 s" in watch.verdict["detail"]
+    recovered = ReachWatch(window_s=20.0, clock=lambda: now[0])
+    now[0] = 0.0
+    for _ in range(3):
+        recovered.line(line)
+    recovered.event(("tool.call", {"tool": "shell", "input": {}}))
+    now[0] = 30.0
+    assert not recovered.line(line) and recovered.verdict is None
+
+
 def test_cli_retrying_a_dead_endpoint_is_stopped_early(tmp_path: Path) -> None:
     """A CLI that keeps retrying an unreachable model is stopped within seconds, not its budget."""
     script = tmp_path / "retrier.py"
@@ -99,7 +120,7 @@ def test_cli_retrying_a_dead_endpoint_is_stopped_early(tmp_path: Path) -> None:
                          prompt_file=prompt, prompt="x", home=tmp_path / "home", timeout_s=120)
     inv = Invocation(argv=(sys.executable, str(script)), env={"PATH": "/usr/bin:/bin"})
     start = time.monotonic()
-    out = run_agent_process(inv, ctx, trace="none", watch=ReachWatch(), grace_s=1.0)
+    out = run_agent_process(inv, ctx, trace="none", watch=ReachWatch(window_s=1.0), grace_s=1.0)
     assert time.monotonic() - start < 10
     assert not out.timed_out
     assert out.agent_error is not None and out.agent_error["kind"] == "unreachable"
