@@ -26,10 +26,12 @@ from ledger.journal.journal import Journal
 from ledger.run.agents import resolve_agent
 from ledger.run.agents.http import HttpAgent, url_endpoint
 from ledger.run.config import parse_config
+from ledger.run.trace import strace_status
 from tests.agents.scripted_model import fail, say, script_totals, tool_call
 from tests.doc_tables import documented_fields
 
 VOCAB = Path(__file__).resolve().parents[2] / "docs" / "VOCABULARY.md"
+STRACE_OK = strace_status()[0]
 
 KEY = "local-key-7f3a9c2e5b81d4"  # not shaped like a vendor key: redaction must come from the env
 KEY_ENV = "LOCAL_LLM_PASSPHRASE_X"
@@ -76,11 +78,14 @@ def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
     home = tmp_path / ".ledger"
     write_toml(home, f'[agents.local]\nkind = "http"\nmodel = "gpt-4o-mini"\n'
                      f'base_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\n')
-    result = ledger(home, "run", "--task", "add-clamp", "--agent", "local", "--trace", "none",
+    trace = "strace" if STRACE_OK else "none"
+    result = ledger(home, "run", "--task", "add-clamp", "--agent", "local", "--trace", trace,
                     "--json")
     assert result.exit_code == 0, result.output
     attempt = json.loads(result.stdout)["attempts"][0]
     assert attempt["outcome"] == "passed" and attempt["hidden_passed"] is True
+    if STRACE_OK:  # observed, and its connections to the model endpoint are allowed
+        assert attempt["attestation"] == "CLEAN", attempt
 
     entries = journal_entries(home)
     finished = next(e.data for e in entries if e.kind == "agent.finished")
@@ -127,6 +132,24 @@ def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
     assert ledger(home, "verify").exit_code == 0
     replay = ledger(home, "replay")
     assert replay.exit_code == 0, replay.output
+
+
+def test_reading_the_solution_through_bash_is_dirty(tmp_path: Path, scripted_model: Any) -> None:
+    """The model cats the packaged solution by absolute path, then makes the honest edit: the
+    hidden tests pass, and the attestation is DIRTY (the tool result matched the commitment)."""
+    from ledger.tasks.loader import load_tasks
+
+    task = next(t for t in load_tasks(None, ["add-clamp"]) if t.id == "add-clamp")
+    solution = (task.solution_dir / "mathx" / "ops.py").resolve()
+    honest = solve_script()
+    server = scripted_model([tool_call("bash", {"command": f"cat {solution}"}), *honest])
+    home = tmp_path / ".ledger"
+    result = ledger(home, "run", "--task", "add-clamp", "--agent", f"http:m@{server.base_url}",
+                    "--trace", "none", "--json")
+    assert result.exit_code == 0, result.output
+    attempt = json.loads(result.stdout)["attempts"][0]
+    assert attempt["hidden_passed"] is True
+    assert attempt["attestation"] == "DIRTY", attempt
 
 
 def test_server_down_records_agent_error_and_exits_3(tmp_path: Path, scripted_model: Any) -> None:
