@@ -15,6 +15,10 @@ An attestation is one map (stored in the ``attestation`` entry, shown by ``ledge
     match_count, matches_digest                 over ALL matches' (seq, class)
     echoes, answer_digests                      inflow excused by the echo rule; committed digests
                                                 the agent produced itself (its answer)
+    results      {seqs, digest}                 (optional) the attempt's result entries the harness
+                                                itself wrote (RESULT_KINDS): their seqs, and SHA-256
+                                                over their leaf hashes in seq order; evaluators count
+                                                no other result of the attempt
     signature    {keyid, sig}                   Ed25519 over DSSE PAE(in-toto Statement v1)
     seal         {keyid, mac}                   HMAC-SHA256 (seal subkey) over the same PAE bytes
 
@@ -84,7 +88,15 @@ _BODY_KEYS = frozenset({
     "v", "run", "task", "attempt", "verdict", "commitment", "range", "checkpoint", "activity",
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
+_OPTIONAL_BODY_KEYS = frozenset({"results"})
+_BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
 _ATT_KEYS = _BODY_KEYS | {"signature", "seal"}
+RESULT_KINDS = frozenset({
+    "attempt.started", "commitment", "test.baseline", "agent.started", "agent.finished", "diff",
+    "signal.result", "test.result", "attempt.finished",
+})
+"""The per-attempt entries an attestation binds by seq and leaf hash (its ``results`` field)."""
+MAX_RESULTS = 4096
 _MATCH_KEYS = frozenset({"seq", "class", "kind", "leaf_hash", "digests", "digest_count", "detail",
                          "proof"})
 _HEX64 = frozenset("0123456789abcdef")
@@ -111,6 +123,14 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
+
+
+def results_digest(leaf_hashes: Iterable[bytes]) -> str:
+    """Hex SHA-256 over the bound result entries' leaf hashes, in seq order."""
+    h = hashlib.sha256(b"eval-ledger/attest/v1/results\x00")
+    for leaf in leaf_hashes:
+        h.update(leaf)
+    return h.hexdigest()
 
 
 def _body(att: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,13 +222,16 @@ def build_attestation(
     signer: PrivateKeyLike,
     seal_key: bytes,
     prove: Callable[[int, int], Sequence[bytes]],
+    results: Sequence[Entry] | None = None,
 ) -> dict[str, Any]:
     """Sign and seal the attestation of ``scan``, bound to ``checkpoint_note``.
 
     ``prove(seq, size)`` returns the inclusion proof hashes of entry ``seq`` in the tree of
     ``size`` (``journal.inclusion_proof(seq, size).hashes``). The checkpoint must be signed by
     ``signer`` and cover the attempt's last scanned entry; every proof is checked before it is
-    embedded.
+    embedded. ``results``: the attempt's result entries the harness itself appended; the
+    attestation binds them (seqs and a digest of their leaf hashes) so that evaluators count no
+    other result of the attempt (evaluators/structure.py).
     """
     priv = _private_key(signer)
     pub = priv.public_key().public_bytes_raw()
@@ -240,6 +263,12 @@ def build_attestation(
         "echoes": scan.echoes,
         "answer_digests": scan.answer_digests,
     }
+    if results is not None:
+        bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
+        if any(e.seq >= cp.size or e.data.get("attempt") != scan.attempt for e in bound):
+            raise UsageError("a bound result is not an entry of the attempt inside the checkpoint")
+        att["results"] = {"seqs": [e.seq for e in bound],
+                          "digest": results_digest(e.leaf_hash for e in bound)}
     sig = priv.sign(signed_bytes(att))
     att["signature"] = {"keyid": signature_keyid(pub), "sig": base64.b64encode(sig).decode("ascii")}
     att["seal"] = {"keyid": dg.key_id(seal_key), "mac": seal_mac(seal_key, att)}
@@ -301,7 +330,7 @@ def _map(value: Any, what: str, keys: Iterable[str]) -> Mapping[str, Any]:
 def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(att, Mapping):
         raise MalformedInput("an attestation must be a map")
-    missing = _BODY_KEYS - set(att)
+    missing = _BODY_KEYS - _OPTIONAL_BODY_KEYS - set(att)
     if missing:
         raise MalformedInput(f"attestation lacks fields {sorted(missing)}")
     if att["v"] != FORMAT_VERSION:
@@ -362,7 +391,16 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
     _hexstr(att["matches_digest"], "matches_digest", 64)
     _int(att["echoes"], "echoes")
     _int(att["answer_digests"], "answer_digests")
-    return {k: att[k] for k in _BODY_KEYS}
+    if "results" in att:
+        res = _map(att["results"], "results", ("seqs", "digest"))
+        if not isinstance(res["seqs"], list) or len(res["seqs"]) > MAX_RESULTS:
+            raise MalformedInput(f"attestation results seqs must be a list of at most {MAX_RESULTS}")
+        for s in res["seqs"]:
+            _int(s, "results seq")
+        if res["seqs"] != sorted(set(res["seqs"])):
+            raise MalformedInput("attestation results seqs must be sorted and distinct")
+        _hexstr(res["digest"], "results digest", 64)
+    return {k: att[k] for k in _BODY_KEYS if k in att}
 
 
 def _parse(att: Any) -> dict[str, Any]:
@@ -425,7 +463,8 @@ def _observed(obs: Mapping[str, Any]) -> bool:
     return bool(obs["agent_started"]) and (obs["trace"] in OBSERVED_TRACES or bool(obs["transcript"]))
 
 
-def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str]) -> Checkpoint:
+def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str],
+                   verified_notes: Mapping[str, Checkpoint] | None = None) -> Checkpoint:
     sig = att["signature"]
     if sig["keyid"] != signature_keyid(pub):
         raise VerificationError("attestation-key", "signed by another key",
@@ -439,7 +478,8 @@ def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str]) -> Checkp
     checks.append("signature: Ed25519 over the DSSE/in-toto statement, key " + sig["keyid"][:16])
 
     cp_data = att["checkpoint"]
-    cp = open_bound_checkpoint(cp_data["note"], pub)
+    known = verified_notes.get(cp_data["note"]) if verified_notes is not None else None
+    cp = known if known is not None else open_bound_checkpoint(cp_data["note"], pub)
     if cp.size != cp_data["size"] or cp.root.hex() != cp_data["root"]:
         raise VerificationError("checkpoint-body", "the checkpoint note names another tree head",
                                 expected=f"{cp_data['size']}/{cp_data['root']}",
@@ -568,6 +608,19 @@ def _verify_journal(att: dict[str, Any], h: str, cp: Checkpoint, entries: Sequen
     checks.append(f"activity: all {digest.count} entries in {first}..{last} scanned "
                   "(count and digest match)")
 
+    if "results" in att:
+        bound = [by_seq.get(s) for s in att["results"]["seqs"]]
+        for s, e in zip(att["results"]["seqs"], bound, strict=True):
+            if (e is None or e.kind not in RESULT_KINDS or e.data.get("attempt") != attempt
+                    or s >= cp.size):
+                raise VerificationError("results-binding", "a bound result is not a result entry of "
+                                        "this attempt inside the checkpoint", seq=s)
+        got = results_digest(e.leaf_hash for e in bound if e is not None)
+        if got != att["results"]["digest"]:
+            raise VerificationError("results-binding", "the bound results' leaf hashes differ from "
+                                    "the signed digest", expected=att["results"]["digest"], computed=got)
+        checks.append(f"results: {len(bound)} result entries bound by leaf hash")
+
     for m in att["matches"]:
         hit = by_seq.get(m["seq"])
         if (hit is None or hit.leaf_hash.hex() != m["leaf_hash"] or hit.kind != m["kind"]
@@ -623,6 +676,7 @@ def verify_attestation(
     journal_entries: Iterable[Entry] | None = None,
     journal_root: Callable[[int], bytes | None] | None = None,
     secret_key: KeySource | None = None,
+    verified_notes: Mapping[str, Checkpoint] | None = None,
 ) -> VerifyReport:
     """Verify an attestation (or its DSSE envelope); return what was checked or raise.
 
@@ -630,6 +684,9 @@ def verify_attestation(
     ``journal_root(size)``: the journal's root at ``size`` when the caller can compute it
     (``Journal.root_at``); otherwise it is computed from ``journal_entries`` when they hold the
     whole prefix. ``secret_key``: a ``KeyRing`` (or anything with ``subkey(label)``).
+    ``verified_notes``: checkpoint notes the caller already verified with the same public key
+    (note text -> its checkpoint), e.g. the journal's own checkpoints after ``Journal.verify``;
+    their signature is not checked twice.
     Raises VerificationError naming the failed check, MalformedInput for unusable input.
     """
     parsed = _parse(att)
@@ -637,7 +694,7 @@ def verify_attestation(
     pub = public_key_bytes(verifier_public_key)
     checks: list[str] = []
     skipped: list[str] = []
-    cp = _verify_public(parsed, pub, checks)
+    cp = _verify_public(parsed, pub, checks, verified_notes)
     level = "public-key"
     entries: list[Entry] | None = None
     commitment: Commitment | None = None

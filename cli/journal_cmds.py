@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
-from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError
+from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError, VerificationError
 from ledger.journal.journal import Journal
 
 if TYPE_CHECKING:  # keys and notes load cryptography: imported by the commands that sign or check
@@ -246,12 +246,18 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
         with open_journal(ctx, readonly=True) as j:
             report = verify_target(j, target=target, bundle=None, verifier=verifier, since=since,
                                    deep=deep, keys_dir=ctx.home.keys_dir)
+    findings = report.get("findings") or []
     if as_json:
-        emit_json({"ok": True, **report})
+        emit_json({"ok": not findings, **report})
     else:
         for line in report.get("lines", []):
             click.echo(line)
-        click.echo("OK: " + report["summary"])
+        if not findings:
+            click.echo("OK: " + report["summary"])
+    if findings:
+        first = findings[0]
+        more = f" (and {len(findings) - 1} more finding(s) above)" if len(findings) > 1 else ""
+        raise VerificationError(first["check"], f"{first['message']}{more}", seq=first["seq"])
 
 
 def public_key_arg(vkey: str) -> bytes:

@@ -272,7 +272,9 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
                            f" computed={_show(diff.computed, diff.absent == 'computed')}")
             if view.diff_count > len(view.diffs):
                 click.echo(f"  ... and {view.diff_count - len(view.diffs)} more")
-    if not result.reproduced:
+        for f in result.injected:
+            click.echo(f"  injected: seq {f.seq} {f.kind}{' of ' + f.attempt if f.attempt else ''}: {f.reason}")
+    if not result.ok:
         sys.exit(1)
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import NotFound, UsageError
+from ledger.errors import KeyMaterialError, NotFound, UsageError
 from ledger.journal import merkle
 from ledger.journal.bundle import VerifiedBundle, verify_bundle
 from ledger.journal.codec import Entry
@@ -54,11 +54,41 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
     report = {"level": "journal", **summary}
     if target is None:
         report["summary"] = f"journal verified (size {summary['size']}, root {summary['root'][:16]}...)"
-        report["lines"] = lines
-        return report
-    report.update(_journal_target(journal, target, verifier, keys_dir, lines))
+    else:
+        report.update(_journal_target(journal, target, verifier, keys_dir, lines))
+    audit = _audit(journal, verifier, lines)
+    report["audit"] = audit.as_dict()
+    report["findings"] = [f.as_dict() for f in audit.findings]
     report["lines"] = lines
     return report
+
+
+def _audit(journal: Journal, verifier: Verifier | None, lines: list[str]) -> Any:
+    """Every attestation (public-key level, bound to this journal), every recorded view against
+    a replay, and every result where the run's structure puts it (evaluators/audit.py)."""
+    from evaluators.audit import audit_runs
+
+    entries = list(journal.entries(check_canonical=False))  # the bytes were verified just before
+    if verifier is None and any(e.kind == "attestation" for e in entries):
+        raise KeyMaterialError("attestations need the verifier key to check: pass --vkey or run "
+                               "`ledger keys init` (verify never creates keys)")
+
+    # the journal's own checkpoints were verified just before, with this key and against the
+    # journal's root at their size
+    from ledger.journal.note import Checkpoint, parse_note
+    known = {note: Checkpoint.parse(parse_note(note)[0]) for _size, note in journal.store.checkpoints()}
+    roots = {cp.size: cp.root for cp in known.values()}
+
+    def root_at(size: int) -> bytes | None:
+        if size in roots:
+            return roots[size]
+        return journal.root_at(size) if 0 < size <= journal.size else None
+    audit = audit_runs(entries, public_key=verifier, root_at=root_at, verified_notes=known)
+    lines.append(f"runs: {audit.runs}; {audit.attestations} attestations checked (signature, checkpoint, "
+                 f"attempt, results, place in the run); {audit.views} recorded views replayed")
+    for f in audit.findings:
+        lines.append(f"{f.check}: seq {f.seq} (run {f.run}): {f.message}")
+    return audit
 
 
 def _journal_target(journal: Journal, target: str, verifier: Verifier | None,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.structure import Finding, trusted
 from ledger.journal.codec import Entry
 
 # Every kind docs/VOCABULARY.md lists. Kinds outside this set are "unknown" (ignored, counted).
@@ -202,6 +203,9 @@ class FoldState:
     # without a second pass; (state) -> view.
     view_fn: Callable[[FoldState], dict[str, Any]] | None = None
     view_name: str | None = None
+    # Entries the run's structure does not place where they claim to be (evaluators/structure.py):
+    # not folded, reported by replay and verify as ``injected``.
+    injected: list[Finding] = field(default_factory=list)
 
 
 def new_state(run_id: str | None = None) -> FoldState:
@@ -530,8 +534,11 @@ def fold(state: FoldState, entry: Entry) -> FoldState:
 
 
 def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldState:
-    """Fold every entry into ``state`` (a new one when None)."""
+    """Fold every entry of the run that the run's structure places (evaluators/structure.py) into
+    ``state`` (a new one when None); the others go to ``state.injected``, never into a view."""
     st = new_state() if state is None else state
-    for entry in entries:
+    kept = trusted(entries, st.run_id)
+    st.injected.extend(kept.findings)
+    for entry in kept.entries:
         fold(st, entry)
     return st

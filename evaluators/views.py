@@ -23,6 +23,7 @@ from typing import Any
 from evaluators import score as sc
 from evaluators.facts import AttemptFacts, facts_of
 from evaluators.fold import VERDICTS, FoldState, fold_all, new_state
+from evaluators.structure import Finding
 from evaluators.taxonomy import CATEGORIES, PRIORITY, classify
 from ledger.journal.codec import Entry
 from ledger.tasks.model import TIERS
@@ -261,9 +262,16 @@ class ReplayResult:
     message: str
     evaluator: str = EVALUATOR_NAME
     evaluator_version: str = EVALUATOR_VERSION
+    injected: tuple[Finding, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Reproduced, and no entry of the run was set aside as injected."""
+        return self.reproduced and not self.injected
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "reproduced": self.reproduced,
+                "ok": self.ok, "injected": [f.as_dict() for f in self.injected],
                 "message": self.message, "entries": self.entries,
                 "unknown": dict(sorted(self.unknown.items())),
                 "malformed": dict(sorted(self.malformed.items())),
@@ -368,6 +376,10 @@ def replay(entries: Iterable[Entry], run_id: str) -> ReplayResult:
         bad = sum(v.diff_count for v in mine)
         message = f"not reproduced: {bad} field(s) differ in run {run_id}"
         ok = False
+    if state.injected:
+        message += (f"; {len(state.injected)} injected entr{'y' if len(state.injected) == 1 else 'ies'} "
+                    "set aside (not placed by the run's structure)")
     return ReplayResult(run_id=run_id, status=status, reproduced=ok, views=tuple(views),
                         entries=state.entries, unknown=dict(state.unknown),
-                        malformed=dict(state.malformed), message=message)
+                        malformed=dict(state.malformed), message=message,
+                        injected=tuple(state.injected))

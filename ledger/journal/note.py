@@ -73,12 +73,15 @@ _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 # small validators
 
 
+_BAD_TEXT_CHAR = re.compile("[\x00-\x09\x0b-\x1f\ud800-\udfff]")
+
+
 def _check_text_chars(text: str, what: str) -> None:
     """Refuse control characters other than newline (and lone surrogates, which are not UTF-8)."""
-    for index, char in enumerate(text):
-        code = ord(char)
-        if (code < 0x20 and char != "\n") or 0xD800 <= code <= 0xDFFF:
-            raise MalformedInput(f"{what} contains control character U+{code:04X} at offset {index}")
+    bad = _BAD_TEXT_CHAR.search(text)
+    if bad is not None:
+        raise MalformedInput(f"{what} contains control character U+{ord(bad.group()):04X} at offset "
+                             f"{bad.start()}")
 
 
 def is_valid_key_name(name: str) -> bool:

@@ -164,6 +164,9 @@ class Coordinator:
         self.attestor = Attestor(journal, keys)
         self.tasks = {t.id: t for t in plan.tasks}
         self._first_seq: dict[str, int] = {}  # attempt id -> seq of its attempt.started
+        # attempt id -> seqs of the attempt's entries this coordinator appended (what its
+        # attestation binds as the attempt's results; evaluators count no other)
+        self._written: dict[str, set[int]] = {}
         self.resolver: Callable[[str, int], Sequence[str]] | None = None  # None: the node's DNS
 
     # -- journal writes (the only ones a run makes)
@@ -171,14 +174,23 @@ class Coordinator:
     def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
         self._flush()
         with self.gate.critical():
-            return self.journal.append(kind, data, run=self.plan.run_id, task=task)
+            entry = self.journal.append(kind, data, run=self.plan.run_id, task=task)
+        self._note_written((entry,))
+        return entry
 
     def _flush(self) -> None:
         """Append the streamed entries held back while a burst was still arriving, in order."""
         if self._pending:
             with self.gate.critical():
-                self.journal.append_many(self._pending)
+                written = self.journal.append_many(self._pending)
                 self._pending.clear()
+            self._note_written(written)
+
+    def _note_written(self, entries: Sequence[Entry]) -> None:
+        for e in entries:
+            attempt = e.data.get("attempt")
+            if isinstance(attempt, str):
+                self._written.setdefault(attempt, set()).add(e.seq)
 
     def attest(self, attempt_id: str, task_id: str) -> None:
         """Append the attempt's attestation (after its last entry); a failure is reported, and
@@ -188,7 +200,9 @@ class Coordinator:
             with self.gate.critical():
                 data = self.attestor.attest(self.plan.run_id, attempt_id, task_id,
                                             self.tasks.get(task_id),
-                                            start=self._first_seq.get(attempt_id, 0))
+                                            start=self._first_seq.get(attempt_id, 0),
+                                            written=self._written.get(attempt_id)
+                                            if attempt_id in self._first_seq else None)
                 if data is not None:
                     self.append("attestation", data, task=task_id)
         except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from attest.attestation import COMMITMENT_KEY_LABEL, SEAL_KEY_LABEL
@@ -136,7 +136,10 @@ class Attestor:
                 if e.data.get("attempt") == attempt_id]
 
     def attest(self, run_id: str, attempt_id: str, task_id: str, task: Task | None,
-               start: int = 0) -> dict[str, Any] | None:
+               start: int = 0, written: Collection[int] | None = None) -> dict[str, Any] | None:
+        """The attestation data of one attempt; ``written``: the seqs of the attempt's entries
+        this coordinator appended itself (the results the attestation binds), None when the
+        coordinator restarted (then every result entry of the attempt is bound)."""
         from attest.attestation import attestation_hash, build_attestation
         from attest.redact import Redactor
         from attest.scan import scan_attempt
@@ -157,5 +160,6 @@ class Attestor:
             scan, checkpoint_note=note, signer=self.keys.signer,
             seal_key=self.keys.subkey(SEAL_KEY_LABEL),
             prove=lambda seq, size: self.journal.inclusion_proof(seq, size).hashes,
+            results=[e for e in entries if written is None or e.seq in written],
         )
         return {"attempt": attempt_id, "attestation": att, "hash": attestation_hash(att)}

@@ -124,11 +124,11 @@ class RunBuilder:
         if judge is not None:
             self.add("judge.verdict", {**a, "judge": "test", "version": "1", "scores": judge,
                                        "raw": "", "notes": []}, task=tid)
-        if attestation is not None:
-            self.add("attestation", {**a, "attestation": {"verdict": attestation},
-                                     "hash": "00" * 32}, task=tid)
         if status is not None:
             self.add("attempt.finished", {**a, "status": status, "error": error}, task=tid)
+        if attestation is not None:  # as the coordinator does: after the attempt's last entry
+            self.add("attestation", {**a, "attestation": {"verdict": attestation},
+                                     "hash": "00" * 32}, task=tid)
         return aid
 
 

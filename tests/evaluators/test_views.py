@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from evaluators import judge, score, taxonomy, views
+from evaluators.fold import fold_all
 from evaluators.views import (
     EVALUATOR_NAME,
     EVALUATOR_VERSION,
@@ -127,8 +128,10 @@ def test_malformed_entries_are_ignored_and_counted() -> None:
     b.add("diff", {"attempt": 7})
     b.add("fs.read", {"path": "x"})
     v = compute_views(b.entries)
-    assert v["entries"]["malformed"] == {"agent.finished": 1, "attestation": 1, "diff": 1,
-                                         "fs.read": 1, "judge.verdict": 1}
+    # the second agent.finished of the attempt is set aside by the structure rule before the fold
+    assert v["entries"]["malformed"] == {"attestation": 1, "diff": 1, "fs.read": 1,
+                                         "judge.verdict": 1}
+    assert [f.kind for f in fold_all(b.entries).injected] == ["agent.finished"]
     row = v["attempts"][0]
     assert row["wall_s"] == 10.0 and row["judge"] is None and row["attestation"] is None
 
@@ -179,9 +182,12 @@ def test_replay_covers_only_entries_before_the_view() -> None:
     """Entries appended after view.recorded do not break its replay."""
     b = sample_run()
     aid = next(e.data["attempt"] for e in b.entries if e.kind == "attempt.started")
+    safety = compute_views(b.entries)["components"]["safety"]
     b.add("attestation", {"attempt": aid, "attestation": {"verdict": "DIRTY"}, "hash": "00"})
-    assert replay(b.entries, b.run).reproduced
-    assert compute_views(b.entries)["components"]["safety"] == 0.0
+    r = replay(b.entries, b.run)
+    assert r.reproduced and not r.ok  # the view still replays; the late attestation is injected
+    assert [(f.seq, f.kind) for f in r.injected] == [(b.entries[-1].seq, "attestation")]
+    assert compute_views(b.entries)["components"]["safety"] == safety
 
 
 def test_replay_detects_a_changed_recorded_view_and_names_the_path() -> None:

@@ -416,7 +416,8 @@ def test_forged_clean_resigned_with_another_key_fails(tmp_path: Path, oracle_run
     _append(home, oracle_run, {"attempt": forged["attempt"], "attestation": forged, "hash": h})
     result = verify(home, h)
     assert result.exit_code == 1 and "attestation-key" in result.stderr
-    assert ledger(home, "verify").exit_code == 0  # the journal itself is intact
+    plain = ledger(home, "verify")  # the journal's bytes are intact; the forged entry is not
+    assert plain.exit_code == 1 and "injected" in plain.stderr
 
 
 def test_forged_clean_not_resigned_fails(tmp_path: Path, oracle_run: Run) -> None:

@@ -1,0 +1,157 @@
+"""What plain ``ledger verify`` checks above the bytes: every attestation, every recorded view, and
+that every result sits where the run's structure puts it.
+
+Pure: the journal's entries, the verifier's public key and the journal's roots come in as values
+(``root_at(size)``, the root the verified journal has at ``size``); findings come out. The journal
+itself (hashes, tiles, heads, checkpoints) is verified before, by ``ledger.journal.verify``.
+
+Per run:
+- ``injected``: an entry the run's structure does not place (evaluators/structure.py);
+- every attestation the structure counts, at the public-key level (``attest.attestation``:
+  signature and key, the checkpoint note it embeds, its match proofs, the verdict re-derived from
+  the evidence), then bound to this journal: the checkpoint's root is the journal's root at that
+  size (``attestation-checkpoint``), the entry names the attempt, run and task the signed body
+  names (``attestation-binding``), and the result entries it binds are the journal's, by leaf
+  hash (``results-binding``);
+- ``view-replay``: every recorded view of the golden evaluator recomputed from the entries before
+  it (and a bench view by the bench leaderboard), field by field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from attest.attestation import RESULT_KINDS, results_digest, verify_attestation
+from evaluators.views import EVALUATOR_NAME, replay
+from ledger.errors import LedgerError, MalformedInput, VerificationError
+from ledger.journal.codec import Entry
+
+BENCH_EVALUATOR = "bench"
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    check: str
+    seq: int
+    run: str | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "seq": self.seq, "run": self.run, "message": self.message}
+
+
+@dataclass
+class AuditReport:
+    runs: int = 0
+    attestations: int = 0
+    views: int = 0
+    findings: list[AuditFinding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "attestations": self.attestations, "views": self.views,
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes | None],
+                       by_seq: dict[int, Entry], verified_notes: Mapping[str, Any] | None) -> None:
+    """Raise VerificationError / MalformedInput when the attestation in ``e`` does not hold."""
+    att = e.data.get("attestation")
+    if not isinstance(att, dict):
+        raise MalformedInput("the entry holds no attestation map")
+    report = verify_attestation(att, verifier_public_key=public_key, verified_notes=verified_notes)
+    if report.hash != e.data.get("hash"):
+        raise VerificationError("attestation-hash", "the entry's hash field is not the hash of its "
+                                "attestation", seq=e.seq, expected=report.hash,
+                                computed=str(e.data.get("hash")))
+    if (e.data.get("attempt") != att["attempt"] or e.run != att["run"] or e.task != att["task"]
+            or e.seq <= att["range"]["last_seq"]):
+        raise VerificationError("attestation-binding", "the entry is filed under another attempt, run "
+                                "or task than the signed attestation names, or inside its own range",
+                                seq=e.seq, expected=str(att["attempt"]), computed=str(e.data.get("attempt")))
+    cp = att["checkpoint"]
+    if cp["size"] > e.seq:
+        raise VerificationError("attestation-checkpoint", "the attestation is bound to a checkpoint "
+                                "that covers its own entry", seq=e.seq)
+    root = root_at(cp["size"])
+    if root is None or root.hex() != cp["root"]:
+        raise VerificationError("attestation-checkpoint", "the signed checkpoint's root is not the "
+                                f"journal's root at size {cp['size']}", seq=e.seq,
+                                expected=cp["root"], computed=root.hex() if root else None)
+    results = att.get("results")
+    if results is not None:
+        bound = [by_seq.get(s) for s in results["seqs"]]
+        for s, b in zip(results["seqs"], bound, strict=True):
+            if b is None or b.kind not in RESULT_KINDS or b.data.get("attempt") != att["attempt"]:
+                raise VerificationError("results-binding", "a bound result is not a result entry of "
+                                        "the attested attempt", seq=s)
+        got = results_digest(b.leaf_hash for b in bound if b is not None)
+        if got != results["digest"]:
+            raise VerificationError("results-binding", "the bound results' leaf hashes differ from "
+                                    "the signed digest", seq=e.seq, expected=results["digest"], computed=got)
+
+
+def _replay_bench(entries: Sequence[Entry], run_id: str) -> list[tuple[int, int]]:
+    """(seq, differing fields) of each recorded bench view; empty when the bench is not built."""
+    try:
+        from ledger.bench.leaderboard import replay_leaderboard
+    except ImportError:  # pragma: no cover - the bench package is optional in a build
+        return []
+    result = replay_leaderboard(entries, run_id)
+    return [(int(v["seq"]), int(v["diff_count"])) for v in result["views"]]
+
+
+def audit_runs(entries: Iterable[Entry], *, public_key: Any,
+               root_at: Callable[[int], bytes | None],
+               verified_notes: Mapping[str, Any] | None = None) -> AuditReport:
+    """Audit every run in ``entries`` (the whole journal, in seq order); never raises on content.
+
+    ``verified_notes``: checkpoint notes already verified with ``public_key`` (text -> Checkpoint),
+    whose signatures an attestation that embeds them need not check again.
+    """
+    by_run: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e.run is not None:
+            by_run.setdefault(e.run, []).append(e)
+    report = AuditReport(runs=len(by_run))
+    add = report.findings.append
+    for run_id, run_entries in by_run.items():
+        bench = any(e.kind == "view.recorded" and e.data.get("evaluator") == BENCH_EVALUATOR
+                    for e in run_entries)
+        result = replay(run_entries, run_id)
+        for f in result.injected:
+            add(AuditFinding("injected", f.seq, run_id, f"{f.kind}"
+                             f"{' of ' + f.attempt if f.attempt else ''}: {f.reason}"))
+        injected = {f.seq for f in result.injected}
+        for v in result.views:
+            if v.replayed:
+                report.views += 1
+                if v.diff_count:
+                    first = v.diffs[0].path if v.diffs else "?"
+                    add(AuditFinding("view-replay", v.seq, run_id, f"the recorded {EVALUATOR_NAME} view "
+                                     f"differs from a replay in {v.diff_count} field(s) (first: {first})"))
+        if bench:
+            for seq, diffs in _replay_bench(run_entries, run_id):
+                report.views += 1
+                if diffs:
+                    add(AuditFinding("view-replay", seq, run_id, f"the recorded bench view differs "
+                                     f"from a replay in {diffs} field(s)"))
+        by_seq = {e.seq: e for e in run_entries if e.kind in RESULT_KINDS}
+        for e in run_entries:
+            if e.kind != "attestation" or e.seq in injected:
+                continue
+            report.attestations += 1
+            try:
+                _check_attestation(e, public_key, root_at, by_seq, verified_notes)
+            except VerificationError as exc:
+                add(AuditFinding(exc.check, e.seq, run_id, f"attestation of {e.data.get('attempt')}: {exc}"))
+            except LedgerError as exc:
+                add(AuditFinding("attestation-format", e.seq, run_id,
+                                 f"attestation of {e.data.get('attempt')}: {exc}"))
+    report.findings.sort(key=lambda f: f.seq)
+    return report

@@ -1,0 +1,250 @@
+"""Which entries of a run count: the run's own structure decides, never recency.
+
+Pure: entries in, the entries that count and the findings out. Every view (score, taxonomy,
+leaderboard, replay) folds only what :func:`trusted` keeps, so an entry appended later to change a
+result changes nothing and is reported as an ``injected`` finding by ``ledger replay`` and
+``ledger verify``.
+
+The rules (docs/THREATS.md, "Results only the harness writes"):
+
+attempt entries   An entry that names an attempt counts only inside the attempt's span: after the
+                  attempt's first ``attempt.started`` and before the end of the span, which is the
+                  attempt's attestation when it has one, else the run's next ``run.finished``.
+                  When the attestation binds the attempt's result entries (``results.seqs``, signed
+                  with the attestation and checked against their leaf hashes by ``ledger verify``),
+                  a result entry counts only if it is one of them. A result is the only one of its
+                  kind there (per test suite, per signal index); a second one is injected.
+attestation       The attempt's first attestation after its ``attempt.started`` and before the run's
+                  next ``run.finished`` (or, for an attempt the stopped coordinator left unattested,
+                  between that ``run.finished`` and the ``run.resumed`` after it, where ``--resume``
+                  attests it); any later one is injected.
+judge.verdict     After the attempt started, inside an open run segment (before a ``run.finished``),
+                  one per attempt and judge (name, version): the first.
+run.finished      One per run segment: the first after ``run.started`` or after a ``run.resumed``.
+view.recorded     Only directly after the run's ``run.finished`` (the run's previous entry is that
+                  ``run.finished`` or another view recorded with it).
+
+Entries of other runs are left to their own run; ``ext.*`` and unknown kinds pass through (the
+fold counts them as unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from attest.attestation import RESULT_KINDS
+from ledger.journal.codec import Entry
+
+__all__ = ["RESULT_KINDS", "Finding", "Trusted", "trusted"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An entry that the run's structure does not place where it claims to be."""
+
+    seq: int
+    kind: str
+    run: str | None
+    attempt: str | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": "injected", "seq": self.seq, "kind": self.kind, "run": self.run,
+                "attempt": self.attempt, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """The entries of one run that count, in seq order, and what was set aside."""
+
+    entries: tuple[Entry, ...]
+    findings: tuple[Finding, ...]
+
+
+ATTEMPT_PREFIXES = ("attempt.", "test.", "signal.", "agent.", "fs.", "proc.", "net.", "tool.",
+                    "model.")
+ATTEMPT_KINDS = frozenset({"commitment", "diff"})
+"""Harness kinds that belong to one attempt (besides ``attestation`` and ``judge.verdict``): the
+span rule applies to them. Unknown kinds are left to the fold, which counts them."""
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+
+
+def _result_key(e: Entry) -> tuple[Any, ...]:
+    if e.kind == "test.result":
+        return (e.kind, _hashable(e.data.get("suite")))
+    if e.kind == "signal.result":
+        return (e.kind, _hashable(e.data.get("index")))
+    return (e.kind,)
+
+
+def _attempt_kind(kind: str) -> bool:
+    return kind in ATTEMPT_KINDS or kind.startswith(ATTEMPT_PREFIXES)
+
+
+def _bound_seqs(att_entry: Entry) -> frozenset[int] | None:
+    att = att_entry.data.get("attestation")
+    if not isinstance(att, dict):
+        return None
+    results = att.get("results")
+    if not isinstance(results, dict):
+        return None
+    seqs = results.get("seqs")
+    if not isinstance(seqs, list) or not all(type(s) is int for s in seqs):
+        return frozenset()
+    return frozenset(seqs)
+
+
+def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
+    """Split one run's entries (others are passed through untouched) into counted and injected.
+
+    ``run_id`` None: the run of the first entry that names one.
+    """
+    es = entries if isinstance(entries, list | tuple) else list(entries)
+    if run_id is None:
+        run_id = next((e.run for e in es if e.run is not None), None)
+    # Pass 1: the structure (run segments, attempt spans, attestations).
+    finished_seqs: list[int] = []
+    segments: list[list[int]] = []  # [open seq, close seq] of each run segment
+    prologues: list[tuple[int, int]] = []  # (run.finished, the run.resumed after it)
+    started: dict[str, int] = {}
+    attestation: dict[str, Entry] = {}
+    open_at: int | None = None
+    run_started = False
+    never = 1 << 62
+    for e in es:
+        if e.run != run_id:
+            continue
+        k = e.kind
+        if k == "run.started":
+            if not run_started:
+                run_started = True
+                open_at = e.seq
+        elif k == "run.resumed":
+            if open_at is None:
+                if finished_seqs:
+                    prologues.append((finished_seqs[-1], e.seq))
+                open_at = e.seq
+        elif k == "run.finished":
+            if open_at is not None:
+                finished_seqs.append(e.seq)
+                segments.append([open_at, e.seq])
+                open_at = None
+        elif k == "attempt.started":
+            a = e.data.get("attempt")
+            if isinstance(a, str) and a not in started:
+                started[a] = e.seq
+    if open_at is not None:
+        segments.append([open_at, never])
+    finished_set = frozenset(finished_seqs)
+
+    def run_end(after: int) -> int:
+        for s in finished_seqs:
+            if s > after:
+                return s
+        return never
+
+    def in_prologue(seq: int) -> bool:
+        """Between a run.finished and the run.resumed after it, where ``--resume`` attests the
+        attempts the stopped coordinator left unattested."""
+        return any(f < seq < r for f, r in prologues)
+
+    def in_segment(seq: int) -> bool:
+        """Inside an open run segment (after run.started or run.resumed, before run.finished)."""
+        return any(o < seq < c for o, c in segments)
+
+    for e in es:
+        if e.run != run_id or e.kind != "attestation":
+            continue
+        a = e.data.get("attempt")
+        if isinstance(a, str) and a in started and a not in attestation:
+            s = started[a]
+            if s < e.seq < run_end(s) or (s < e.seq and in_prologue(e.seq)):
+                attestation[a] = e
+
+    ends: dict[str, int] = {}
+    bound: dict[str, frozenset[int] | None] = {}
+    for a, s in started.items():
+        att_e = attestation.get(a)
+        ends[a] = att_e.seq if att_e is not None else run_end(s)
+        bound[a] = _bound_seqs(att_e) if att_e is not None else None
+
+    # Pass 2: keep what the structure places, report the rest.
+    kept: list[Entry] = []
+    findings: list[Finding] = []
+    seen: set[tuple[Any, ...]] = set()
+    judged: set[tuple[str, Any, Any]] = set()
+    prev_kind: str | None = None  # the kind of the run's previous counted entry
+    run_started_seen = False
+
+    def reject(e: Entry, attempt: str | None, reason: str) -> None:
+        findings.append(Finding(e.seq, e.kind, e.run, attempt, reason))
+
+    for e in es:
+        if e.run != run_id:
+            kept.append(e)
+            continue
+        k = e.kind
+        d = e.data
+        if k == "run.started":
+            if run_started_seen:
+                reject(e, None, "a second run.started for the run")
+                continue
+            run_started_seen = True
+        elif k == "run.finished":
+            if e.seq not in finished_set:
+                reject(e, None, "run.finished outside an open run segment (not after run.started "
+                                "or run.resumed)")
+                continue
+        elif k == "view.recorded":
+            if prev_kind not in ("run.finished", "view.recorded"):
+                reject(e, None, "view.recorded that does not directly follow the run's run.finished")
+                continue
+        elif k == "attestation":
+            a = d.get("attempt")
+            att_e = attestation.get(a) if isinstance(a, str) else None
+            if att_e is None or att_e.seq != e.seq:
+                reject(e, a if isinstance(a, str) else None,
+                       "attestation outside its attempt's span, or not the attempt's first")
+                continue
+        elif k == "judge.verdict":
+            a = d.get("attempt")
+            jkey = (str(a), _hashable(d.get("judge")), _hashable(d.get("version")))
+            if isinstance(a, str) and (a not in started or not started[a] < e.seq or not in_segment(e.seq)
+                                       or jkey in judged):
+                reject(e, a, "judge.verdict outside its attempt's run segment, or a second one "
+                             "by the same judge")
+                continue
+            judged.add(jkey)
+        elif "attempt" in d and _attempt_kind(k):
+            a = d.get("attempt")
+            if isinstance(a, str):
+                s = started.get(a)
+                if s is None:
+                    reject(e, a, "names an attempt that never started in this run")
+                    continue
+                if k == "attempt.started":
+                    if e.seq != s:
+                        reject(e, a, "a second attempt.started for the attempt")
+                        continue
+                elif not s < e.seq < ends[a]:
+                    reject(e, a, "outside its attempt's span (after attempt.started, before its "
+                                 "attestation and the run's run.finished)")
+                    continue
+                if k in RESULT_KINDS:
+                    b = bound[a]
+                    if b is not None and e.seq not in b:
+                        reject(e, a, "a result the attempt's signed attestation does not bind")
+                        continue
+                    key = (a, *_result_key(e))
+                    if key in seen:
+                        reject(e, a, "a second result of the same kind in the attempt's span")
+                        continue
+                    seen.add(key)
+        kept.append(e)
+        prev_kind = k
+    return Trusted(tuple(kept), tuple(findings))
