@@ -218,15 +218,18 @@ def _read_file(path: str, what: str) -> bytes:
 @click.option("--bundle", "bundle_file", help="Verify an exported bundle instead of the journal.")
 @click.option("--vkey", help="Verifier key (string or file). Default: <ledger>/keys/signing.vkey.")
 @click.option("--deep", is_flag=True, help="Also re-check the canonical encoding of every entry.")
+@click.option("--no-remember", "no_remember", is_flag=True,
+              help="Neither prove consistency with nor update the remembered checkpoint "
+                   "($XDG_CONFIG_HOME/eval-ledger/seen/).")
 @click.option("--dsse", "dsse_file", help="Verify an exported DSSE attestation file (needs --vkey).")
 @json_option
 @pass_ctx
 def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: str | None,
-           vkey: str | None, deep: bool, dsse_file: str | None, as_json: bool) -> None:
+           vkey: str | None, deep: bool, no_remember: bool, dsse_file: str | None, as_json: bool) -> None:
     """Audit offline: the whole journal, a bundle, or one run/entry/checkpoint/attestation (HASH).
 
-    Never writes anything. Exit 0 when every check holds, 1 when one fails (named, with the
-    first bad seq), 2 for unusable input.
+    Writes nothing but the remembered checkpoint (--no-remember: not even that). Exit 0 when
+    every check holds, 1 when one fails (named, with the first bad seq), 2 for unusable input.
     """
     from cli.verify_targets import verify_target
 
@@ -241,11 +244,11 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
         from ledger.journal.bundle import load_bundle_bytes
         bundle = load_bundle_bytes(_read_file(bundle_file, "bundle"))
         report = verify_target(None, target=target, bundle=bundle, verifier=verifier, since=since,
-                               deep=deep, keys_dir=ctx.home.keys_dir)
+                               deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember)
     else:
         with open_journal(ctx, readonly=True) as j:
             report = verify_target(j, target=target, bundle=None, verifier=verifier, since=since,
-                                   deep=deep, keys_dir=ctx.home.keys_dir)
+                                   deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember)
     findings = report.get("findings") or []
     if as_json:
         emit_json({"ok": not findings, **report})

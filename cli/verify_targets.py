@@ -18,13 +18,14 @@ from ledger.journal.bundle import VerifiedBundle, verify_bundle
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.journal.note import Verifier, open_checkpoint
+from ledger.journal.seen import Remembered, check_and_remember
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[str, Any] | None,
                   verifier: Verifier | None, since: str | None, deep: bool,
-                  keys_dir: Path | None) -> dict[str, Any]:
+                  keys_dir: Path | None, remember: bool = True) -> dict[str, Any]:
     lines: list[str] = []
     if bundle is not None:
         assert verifier is not None
@@ -33,6 +34,8 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
                      f"({vb.first_seq}..{vb.last_seq}) included in tree of size {vb.tree_size}")
         report: dict[str, Any] = {"level": "public-key", "tree_size": vb.tree_size,
                                   "root": vb.root.hex(), "entries": len(vb.entries)}
+        if remember:
+            report["remembered"] = _remember_bundle(vb, verifier, lines)
         if target is None:
             report["summary"] = f"bundle verified ({len(vb.entries)} entries, tree size {vb.tree_size})"
         else:
@@ -52,6 +55,8 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
     if summary.get("since"):
         lines.append(f"consistency: the journal extends the given checkpoint of size {summary['since']['size']}")
     report = {"level": "journal", **summary}
+    if remember and verifier is not None:
+        report["remembered"] = _remember_journal(journal, verifier, summary, lines)
     if target is None:
         report["summary"] = f"journal verified (size {summary['size']}, root {summary['root'][:16]}...)"
     else:
@@ -61,6 +66,45 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
     report["findings"] = [f.as_dict() for f in audit.findings]
     report["lines"] = lines
     return report
+
+
+def _remembered_line(r: Remembered) -> str:
+    if r.previous_size is None:
+        head = f"remembered: first verify of {r.origin} here (trust on first use)"
+    elif r.proved:
+        head = (f"remembered: proved consistent with the checkpoint of size {r.previous_size} "
+                f"(root {str(r.previous_root)[:16]}...) verified before")
+    else:
+        head = (f"remembered: checkpoint of size {r.previous_size} verified before; not proved "
+                "(this input carries no consistency proof from it)")
+    tail = f"; remembering size {r.size}" if r.size is not None else "; nothing signed to remember yet"
+    return f"{head}{tail} ({r.path})"
+
+
+def _remember_journal(journal: Journal, verifier: Verifier, summary: dict[str, Any],
+                      lines: list[str]) -> dict[str, Any]:
+    size, root = int(summary["size"]), bytes.fromhex(summary["root"])
+    latest = journal.latest_checkpoint()
+    r = check_and_remember(verifier=verifier, size=size, root=root,
+                           consistency=lambda old: journal.consistency_proof(old, size).hashes,
+                           latest_note=latest[1] if latest is not None and latest[0] <= size else None)
+    lines.append(_remembered_line(r))
+    return r.as_dict()
+
+
+def _remember_bundle(vb: VerifiedBundle, verifier: Verifier, lines: list[str]) -> dict[str, Any]:
+    from ledger.journal.verify import _fetch_from, _levels_from_leaves
+
+    def consistency(old: int) -> list[bytes] | None:
+        if vb.first_seq != 0 or vb.last_seq != vb.tree_size - 1:
+            return None  # a run bundle holds no prefix of the tree to prove from
+        levels = _levels_from_leaves(b"".join(e.leaf_hash for e in vb.entries))
+        return merkle.consistency_proof(old, vb.tree_size, _fetch_from(levels))
+
+    r = check_and_remember(verifier=verifier, size=vb.tree_size, root=vb.root,
+                           consistency=consistency, latest_note=vb.checkpoint_note)
+    lines.append(_remembered_line(r))
+    return r.as_dict()
 
 
 def _audit(journal: Journal, verifier: Verifier | None, lines: list[str]) -> Any:
