@@ -13,22 +13,20 @@ Per run:
   size (``attestation-checkpoint``), the entry names the attempt, run and task the signed body
   names (``attestation-binding``), and the result entries it binds are the journal's, by leaf
   hash (``results-binding``);
-- ``view-replay``: every recorded view of the golden evaluator recomputed from the entries before
-  it (and a bench view by the bench leaderboard), field by field.
+- ``view-replay``: every recorded view recomputed from the entries before it by the evaluator
+  that recorded it (evaluators/registry.py), field by field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from attest.attestation import RESULT_KINDS, results_digest, verify_attestation
-from evaluators.views import EVALUATOR_NAME, replay
+from evaluators.registry import replay_run
 from ledger.errors import LedgerError, MalformedInput, VerificationError
 from ledger.journal.codec import Entry
-
-BENCH_EVALUATOR = "bench"
 
 
 @dataclass(frozen=True)
@@ -96,16 +94,6 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
                                     "the signed digest", seq=e.seq, expected=results["digest"], computed=got)
 
 
-def _replay_bench(entries: Sequence[Entry], run_id: str) -> list[tuple[int, int]]:
-    """(seq, differing fields) of each recorded bench view; empty when the bench is not built."""
-    try:
-        from ledger.bench.leaderboard import replay_leaderboard
-    except ImportError:  # pragma: no cover - the bench package is optional in a build
-        return []
-    result = replay_leaderboard(entries, run_id)
-    return [(int(v["seq"]), int(v["diff_count"])) for v in result["views"]]
-
-
 def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                root_at: Callable[[int], bytes | None],
                verified_notes: Mapping[str, Any] | None = None) -> AuditReport:
@@ -121,9 +109,7 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
     report = AuditReport(runs=len(by_run))
     add = report.findings.append
     for run_id, run_entries in by_run.items():
-        bench = any(e.kind == "view.recorded" and e.data.get("evaluator") == BENCH_EVALUATOR
-                    for e in run_entries)
-        result = replay(run_entries, run_id)
+        result = replay_run(run_entries, run_id)
         for f in result.injected:
             add(AuditFinding("injected", f.seq, run_id, f"{f.kind}"
                              f"{' of ' + f.attempt if f.attempt else ''}: {f.reason}"))
@@ -133,14 +119,8 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                 report.views += 1
                 if v.diff_count:
                     first = v.diffs[0].path if v.diffs else "?"
-                    add(AuditFinding("view-replay", v.seq, run_id, f"the recorded {EVALUATOR_NAME} view "
+                    add(AuditFinding("view-replay", v.seq, run_id, f"the recorded {v.evaluator} view "
                                      f"differs from a replay in {v.diff_count} field(s) (first: {first})"))
-        if bench:
-            for seq, diffs in _replay_bench(run_entries, run_id):
-                report.views += 1
-                if diffs:
-                    add(AuditFinding("view-replay", seq, run_id, f"the recorded bench view differs "
-                                     f"from a replay in {diffs} field(s)"))
         by_seq = {e.seq: e for e in run_entries if e.kind in RESULT_KINDS}
         for e in run_entries:
             if e.kind != "attestation" or e.seq in injected:

@@ -13,12 +13,13 @@ Pure: entries in, values out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from evaluators import fold as golden_fold
 from evaluators import leaderboard as lb
 from evaluators import views
+from evaluators.structure import trusted
 from ledger.journal.codec import Entry
 
 # The kinds the golden fold reads: the keys of its dispatch table.
@@ -85,7 +86,7 @@ class Leaderboard:
         return lb.leaderboard_view(state)
 
     def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
-        seen = list(entries)
+        seen = list(trusted(list(entries), run_id).entries)  # evaluators/structure.py
         out = lb.replay_leaderboard(seen, run_id)
         replayed = tuple(
             views.ReplayedView(int(v["seq"]), self.name, str(v.get("version")), True,
@@ -116,12 +117,13 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     and which is reproduced only when every one of them is.
     """
     seen = [e for e in entries if e.run == run_id]
-    recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
+    placed = trusted(seen, run_id)  # what the run's structure places; the rest is injected
+    recorded = {str(e.data.get("evaluator")) for e in placed.entries if e.kind == "view.recorded"}
     results = [ev.replay(seen, run_id) for ev in REGISTRY if ev.name in recorded]
     if not results:
-        return REGISTRY[0].replay(seen, run_id)
+        return replace(REGISTRY[0].replay(seen, run_id), injected=placed.findings)
     if len(results) == 1:
-        return results[0]
+        return replace(results[0], injected=placed.findings)
     first = results[0]
     known = {ev.name for ev in REGISTRY}
     merged = tuple(v for r in results for v in r.views if v.evaluator == r.evaluator)
@@ -132,7 +134,8 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
         entries=first.entries, unknown=first.unknown, malformed=first.malformed,
         message="; ".join(r.message for r in results),
         evaluator="+".join(r.evaluator for r in results),
-        evaluator_version="+".join(r.evaluator_version for r in results))
+        evaluator_version="+".join(r.evaluator_version for r in results),
+        injected=placed.findings)
 
 
 __all__ = ["GOLDEN_KINDS", "REGISTRY", "Evaluator", "Golden", "Leaderboard", "by_name",

@@ -22,7 +22,9 @@ judge.verdict     After the attempt started, inside an open run segment (before 
                   one per attempt and judge (name, version): the first.
 run.finished      One per run segment: the first after ``run.started`` or after a ``run.resumed``.
 view.recorded     Only directly after the run's ``run.finished`` (the run's previous entry is that
-                  ``run.finished`` or another view recorded with it).
+                  ``run.finished`` or another view recorded with it); a bench view (evaluator
+                  ``bench``, recorded before ``bench.finished`` and ``run.finished``) only while the
+                  run is open, one per segment.
 
 Entries of other runs are left to their own run; ``ext.*`` and unknown kinds pass through (the
 fold counts them as unknown).
@@ -111,6 +113,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     finished_seqs: list[int] = []
     segments: list[list[int]] = []  # [open seq, close seq] of each run segment
     prologues: list[tuple[int, int]] = []  # (run.finished, the run.resumed after it)
+    resumed_seqs: list[int] = []
     started: dict[str, int] = {}
     attestation: dict[str, Entry] = {}
     open_at: int | None = None
@@ -125,6 +128,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
                 run_started = True
                 open_at = e.seq
         elif k == "run.resumed":
+            resumed_seqs.append(e.seq)
             if open_at is None:
                 if finished_seqs:
                     prologues.append((finished_seqs[-1], e.seq))
@@ -152,6 +156,14 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         """Between a run.finished and the run.resumed after it, where ``--resume`` attests the
         attempts the stopped coordinator left unattested."""
         return any(f < seq < r for f, r in prologues)
+
+    # after each run.finished until the run.resumed that reopens the run (or for good)
+    closed = [(f, next((r for r in resumed_seqs if r > f), never)) for f in finished_seqs]
+    bench_views: dict[int, bool] = {}
+
+    def _segment_of(seq: int) -> int:
+        """The run.finished that ends the segment holding ``seq`` (``never``: still open)."""
+        return run_end(seq)
 
     def in_segment(seq: int) -> bool:
         """Inside an open run segment (after run.started or run.resumed, before run.finished)."""
@@ -201,7 +213,13 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
                                 "or run.resumed)")
                 continue
         elif k == "view.recorded":
-            if prev_kind not in ("run.finished", "view.recorded"):
+            if d.get("evaluator") == "bench":
+                segment = next((o for o, c in closed if o < e.seq < c), None)
+                if segment is not None or bench_views.get(_segment_of(e.seq)):
+                    reject(e, None, "bench view.recorded after the run finished, or a second one")
+                    continue
+                bench_views[_segment_of(e.seq)] = True
+            elif prev_kind not in ("run.finished", "view.recorded"):
                 reject(e, None, "view.recorded that does not directly follow the run's run.finished")
                 continue
         elif k == "attestation":
