@@ -406,8 +406,14 @@ def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redacto
 def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> dict[str, Any]:
     """What a built-in agent needs besides the context (never given to other agents)."""
     extra: dict[str, Any] = dict(plan.config.get("agent_extra") or {})
-    if getattr(agent, "kind", None) == "http":
-        extra["max_tokens"] = int(task.max_tokens)  # the HTTP agent stops at the token budget
+    if getattr(agent, "kind", None) == "http":  # the HTTP agent stops at the token and cost budgets
+        from ledger.run.costs import builtin_pricing, find_price
+
+        extra["max_tokens"] = int(task.max_tokens)
+        extra["max_cost_usd"] = float(task.max_cost_usd)
+        found = find_price(getattr(agent, "model", None), plan.config.get("pricing") or builtin_pricing())
+        if found is not None:
+            extra["price_per_mtok"] = [found[1].input_per_mtok, found[1].output_per_mtok]
     builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
     if builtin == "oracle":
         extra["task_root"] = str(task.root)  # the oracle reads the solution: DIRTY by design

@@ -66,6 +66,7 @@ class Turn:
     delay_s: float = 0.0  # sleep before answering
     drop: bool = False  # close the connection without an answer
     model: str | None = None  # the model the answer names; None: the one the request named
+    body: Any = None  # a JSON value sent verbatim (with ``status``) instead of the protocol's answer
 
     @property
     def failure(self) -> bool:
@@ -342,7 +343,9 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                         rec.status = 0
                         self.close_connection = True
                         return
-                    if turn.status != 200:
+                    if turn.body is not None:
+                        reply = json_reply(turn.status, turn.body)
+                    elif turn.status != 200:
                         reply = proto.error(turn.status, turn.error, turn.retry_after)
                     else:
                         try:

@@ -27,7 +27,7 @@ from ledger.run.agents import resolve_agent
 from ledger.run.agents.http import HttpAgent, url_endpoint
 from ledger.run.config import parse_config
 from ledger.run.trace import strace_status
-from tests.agents.scripted_model import fail, say, script_totals, tool_call
+from tests.agents.scripted_model import Turn, fail, say, script_totals, tool_call
 from tests.doc_tables import documented_fields
 
 VOCAB = Path(__file__).resolve().parents[2] / "docs" / "VOCABULARY.md"
@@ -282,6 +282,16 @@ def test_server_down_is_unreachable_quickly(tmp_path: Path, scripted_model: Any)
     assert len(of(lines, "model.response")) == 3  # the first try and two retries
 
 
+def test_answer_without_a_message_is_a_model_error(tmp_path: Path, scripted_model: Any) -> None:
+    """A 200 whose body has no choices[0].message (a gateway's error) is not a model call."""
+    server = scripted_model([Turn(body={"error": {"message": "gateway says no"}})])
+    code, lines, _took = run_loop(tmp_path, server.base_url)
+    assert code == 3
+    error = of(lines, "agent.error")[0]
+    assert error["kind"] == "model_error" and "gateway says no" in error["detail"]
+    assert of(lines, "usage")[0]["model_calls"] == 0
+
+
 def test_auth_rejected_is_not_retried(tmp_path: Path, scripted_model: Any) -> None:
     """A 401 is final: one try, agent.error auth_rejected, exit 3."""
     server = scripted_model([say("never")], api_key="the-right-key-123")
@@ -329,6 +339,37 @@ def test_token_budget_stops_the_loop(tmp_path: Path, scripted_model: Any) -> Non
     code, lines, _took = run_loop(tmp_path, server.base_url, "--max-tokens", "200")
     assert code == 1 and server.used == 2
     assert of(lines, "usage")[0]["tokens_in"] == 200
+
+
+def test_cost_budget_stops_the_loop(tmp_path: Path, scripted_model: Any) -> None:
+    """--max-cost-usd stops the loop once the usage at the given prices reaches it."""
+    server = scripted_model([tool_call("bash", {"command": "true"}, input_tokens=1000,
+                                       output_tokens=100)] * 5)
+    code, lines, _took = run_loop(tmp_path, server.base_url, "--max-cost-usd", "0.005",
+                                  "--price-in", "1", "--price-out", "10")  # $0.002 per step
+    assert code == 1 and server.used == 3
+    assert "cost budget $0.005 used up" in of(lines, "agent.output")[-1]["text"]
+
+
+def test_invocation_carries_the_task_budgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter passes the time, token and cost budgets to the loop, and never the key."""
+    from ledger.run.contracts import AttemptContext
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    cfg = parse_config(f'[agents.q]\nkind = "http"\nmodel = "gpt-4o-mini"\n'
+                       f'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "{KEY_ENV}"\n')
+    agent = resolve_agent("q", config=cfg.agent_table())
+    ctx = AttemptContext(attempt_id="r/t/a/1/1", task_id="t", worktree=tmp_path,
+                         prompt_file=tmp_path / "p.md", prompt="p", home=tmp_path, timeout_s=100,
+                         extra={"max_tokens": 5000, "max_cost_usd": 0.25,
+                                "price_per_mtok": [0.15, 0.6]})
+    inv = agent.invocation(ctx)
+    argv = list(inv.argv)
+    assert argv[argv.index("--deadline-s") + 1] == "95"
+    assert argv[argv.index("--max-tokens") + 1] == "5000"
+    assert argv[argv.index("--max-cost-usd") + 1] == "0.25"
+    assert (argv[argv.index("--price-in") + 1], argv[argv.index("--price-out") + 1]) == ("0.15", "0.6")
+    assert KEY not in " ".join(argv) and KEY in inv.secrets
 
 
 def test_proxy_from_environment_is_used(tmp_path: Path, scripted_model: Any) -> None:

@@ -118,6 +118,11 @@ class HttpAgent:
         budget = ctx.extra.get("max_tokens")
         if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
             argv += ["--max-tokens", str(budget)]
+        cost, price = ctx.extra.get("max_cost_usd"), ctx.extra.get("price_per_mtok")
+        if isinstance(cost, int | float) and cost > 0 and isinstance(price, list | tuple) \
+                and len(price) == 2:
+            argv += ["--max-cost-usd", f"{float(cost):g}", "--price-in", f"{float(price[0]):g}",
+                     "--price-out", f"{float(price[1]):g}"]
         for flag, value in (("--command-timeout", self.command_timeout),
                             ("--output-limit", self.output_limit), ("--retries", self.retries),
                             ("--temperature", self.temperature)):

@@ -2,7 +2,8 @@
 
     python -P -m ledger.run.agents.http_loop --model M --base-url URL [--api-key-env VAR]
         --prompt-file FILE [--max-steps N] [--max-tokens N] [--deadline-s S]
-        [--command-timeout S] [--output-limit CHARS] [--retries N]
+        [--max-cost-usd X --price-in P --price-out Q] [--command-timeout S]
+        [--output-limit CHARS] [--retries N] [--temperature T]
 
 It runs as the agent process of an attempt (working directory: the worktree), so the harness
 observes it like any other agent: its process group, its time budget, strace. Each step sends the
@@ -11,7 +12,8 @@ whole conversation (``POST {base_url}/chat/completions``, no streaming) with two
 per-command timeout, without the API key variable in its environment; stdout and stderr together, the middle cut out beyond ``--output-limit``
 characters with a note saying how much) and ``submit`` (the work is done). A text-only answer also
 ends the loop. The loop stops at ``--max-steps`` model calls, at ``--max-tokens`` tokens used
-(input + output, from the usage the server reports), and ``--deadline-s`` seconds after it
+(input + output, from the usage the server reports), at ``--max-cost-usd`` (those tokens at
+``--price-in`` / ``--price-out`` dollars per million), and ``--deadline-s`` seconds after it
 started.
 
 HTTP: ``urllib`` (so ``HTTP(S)_PROXY`` and ``NO_PROXY`` are honoured the standard way), the key
@@ -168,6 +170,15 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
+def answer_message(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """``choices[0].message`` of a Chat Completions answer, or None when it has none."""
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    return message if isinstance(message, dict) else None
+
+
 class Client:
     """POST JSON to ``{base}/chat/completions`` with bounded retries; journals every try."""
 
@@ -196,6 +207,10 @@ class Client:
                 payload = json.loads(raw)
                 if not isinstance(payload, dict):
                     raise ValueError("the answer is not a JSON object")
+                if answer_message(payload) is None:
+                    detail = payload.get("error")
+                    raise ValueError("no choices[0].message"
+                                     + (f" (error: {str(detail)[:ERROR_BODY_LIMIT]})" if detail else ""))
             except urllib.error.HTTPError as exc:
                 status = exc.code
                 with contextlib.suppress(Exception):
@@ -218,11 +233,11 @@ class Client:
                 if time.monotonic() + wait >= self.deadline:
                     wait = None
             if error is None and payload is not None:
-                choice = (payload.get("choices") or [{}])[0] if isinstance(payload.get("choices"), list) else {}
+                choice = payload["choices"][0]
                 emit("model.response", step=step, **{"try": attempt}, status=status,
-                     latency_s=latency, message=choice.get("message"), finish_reason=choice.get("finish_reason"),
-                     usage=payload.get("usage"), model=payload.get("model"), error=None,
-                     retry_in_s=None)
+                     latency_s=latency, message=choice["message"],
+                     finish_reason=choice.get("finish_reason"), usage=payload.get("usage"),
+                     model=payload.get("model"), error=None, retry_in_s=None)
                 return payload
             emit("model.response", step=step, **{"try": attempt}, status=status, latency_s=latency,
                  message=None, finish_reason=None, usage=None, model=None, error=error,
@@ -290,13 +305,7 @@ class Loop:
             self.tokens_out += _int(usage.get("completion_tokens"))
             if isinstance(payload.get("model"), str):
                 self.model_name = payload["model"]
-            choices = payload.get("choices")
-            message = choices[0].get("message") if isinstance(choices, list) and choices \
-                and isinstance(choices[0], dict) else None
-            if not isinstance(message, dict):
-                emit("agent.output", text="http agent: the answer has no message; stopping")
-                return EXIT_LIMIT
-            message = {k: v for k, v in message.items() if v is not None}
+            message = {k: v for k, v in (answer_message(payload) or {}).items() if v is not None}
             message["role"] = "assistant"
             message.setdefault("content", None)
             self.messages.append(message)
@@ -311,6 +320,11 @@ class Loop:
             if self.args.max_tokens and self.tokens_in + self.tokens_out >= self.args.max_tokens:
                 emit("agent.output", text=f"http agent: token budget {self.args.max_tokens} used "
                                           f"up ({self.tokens_in} in, {self.tokens_out} out)")
+                return EXIT_LIMIT
+            cost = (self.tokens_in * self.args.price_in + self.tokens_out * self.args.price_out) / 1e6
+            if self.args.max_cost_usd and cost >= self.args.max_cost_usd:
+                emit("agent.output", text=f"http agent: cost budget ${self.args.max_cost_usd:g} used "
+                                          f"up (${cost:.6f} at the table's prices)")
                 return EXIT_LIMIT
         emit("agent.output", text=f"http agent: step limit {self.args.max_steps} reached")
         return EXIT_LIMIT
@@ -369,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-limit", type=int, default=DEFAULT_OUTPUT_LIMIT)
     parser.add_argument("--retries", type=int, default=DEFAULT_RETRIES)
     parser.add_argument("--temperature", type=float)
+    parser.add_argument("--max-cost-usd", type=float, default=0.0)
+    parser.add_argument("--price-in", type=float, default=0.0)  # $ per million input tokens
+    parser.add_argument("--price-out", type=float, default=0.0)  # $ per million output tokens
     args = parser.parse_args(argv)
     if args.max_steps < 1 or args.output_limit < 100 or args.retries < 0:
         parser.error("--max-steps >= 1, --output-limit >= 100 and --retries >= 0")
