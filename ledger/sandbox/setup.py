@@ -1,0 +1,114 @@
+"""The sandboxes of one attempt: the agent's, and the fresh one its grading runs in.
+
+    agent sandbox    worktree, fresh HOME and TMPDIR read-write; the system, the harness's
+                     interpreter and the agent program's install tree read-only; the harness
+                     package only with the task folders masked; no network
+    grading sandbox  the fresh grading tree read-write, its own HOME and TMPDIR; the system and
+                     the interpreter read-only; no network
+
+Hidden everywhere, even where a readable tree contains them: the attempt's task folder, the
+packaged golden tasks, the ledger home (journal, keys) and whatever the caller adds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from ledger.errors import UsageError
+from ledger.sandbox.policy import PolicyRequest, SandboxPolicy, build_policy, under
+
+# Variables that would point the agent back at the operator's own folders.
+_HOME_VARS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+              "XDG_RUNTIME_DIR", "PIP_CACHE_DIR", "npm_config_cache", "VIRTUAL_ENV")
+
+
+def packaged_tasks_dir() -> str:
+    import ledger.tasks
+
+    return os.path.realpath(Path(ledger.tasks.__file__).parent / "golden")
+
+
+def interpreter_paths() -> list[str]:
+    """The harness interpreter's installation (as given and resolved)."""
+    out: list[str] = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        out += [p, os.path.realpath(p)]
+    return [p for p in dict.fromkeys(out) if p.startswith("/") and p != "/"]
+
+
+def harness_package_dir() -> str:
+    import ledger
+
+    return os.path.realpath(Path(ledger.__file__).parent)
+
+
+def hidden_paths(task_root: Path, extra: Iterable[str] = ()) -> list[str]:
+    """What no sandbox may show: the task folder, the packaged tasks, ``extra`` (ledger home)."""
+    out = [os.path.realpath(task_root), packaged_tasks_dir()]
+    out += [os.path.realpath(p) for p in extra if isinstance(p, str) and p.startswith("/")]
+    return list(dict.fromkeys(out))
+
+
+def sandbox_env(env: Mapping[str, str], *, home: Path, scratch: Path) -> dict[str, str]:
+    """``env`` for inside: the fresh HOME and TMPDIR, no variable naming the operator's folders."""
+    out = {k: v for k, v in env.items() if k not in _HOME_VARS}
+    out["HOME"] = str(home)
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        out[name] = str(scratch)
+    return out
+
+
+def copy_config(names: Sequence[str], *, home: Path, real_home: Path | None = None) -> list[str]:
+    """Copy the named files or folders of the operator's home into the fresh ``home`` at the same
+    relative place; returns them as ``~/...``. A name outside the real home, or missing, is a
+    ``UsageError`` (the user asked for it by name)."""
+    real = Path(real_home or os.path.expanduser("~")).resolve()
+    copied: list[str] = []
+    for name in names:
+        src = Path(os.path.expanduser(name))
+        try:
+            rel = src.absolute().relative_to(real)
+        except ValueError:
+            raise UsageError(f"agent config {name!r} is not inside the home folder {real}") from None
+        if not src.exists():
+            raise UsageError(f"agent config {name!r} does not exist")
+        dst = home / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst)
+        copied.append("~/" + rel.as_posix())
+    return copied
+
+
+def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[str],
+                 path_env: str, hidden: Sequence[str], harness_code: bool = False,
+                 extra_readable: Sequence[str] = (), copied_config: Sequence[str] = (),
+                 network: str = "none") -> SandboxPolicy:
+    """The agent's sandbox (see the module docstring). ``harness_code`` shows the harness
+    package (built-in agents run it); ``extra_readable`` are files the command line names."""
+    readable = [*interpreter_paths(), *extra_readable]
+    if harness_code:
+        readable.append(harness_package_dir())
+    programs = [argv[0]] if argv else []
+    # ``python script.py`` / ``node cli.js``: the script's own install tree too.
+    programs += [a for a in argv[1:3] if a.startswith("/") and os.path.isfile(a)]
+    return build_policy(PolicyRequest(
+        cwd=worktree, writable=[worktree, home, scratch], programs=programs, path_env=path_env,
+        readable=[p for p in readable if not any(under(os.path.realpath(p), h) for h in hidden)],
+        hidden=hidden, copied_config=copied_config, network=network, purpose="agent",
+    ))
+
+
+def grading_policy(*, worktree: Path, home: Path, scratch: Path,
+                   hidden: Sequence[str]) -> SandboxPolicy:
+    """The grading sandbox: the fresh tree, the interpreter, nothing of the agent's."""
+    return build_policy(PolicyRequest(
+        cwd=worktree, writable=[worktree, home, scratch], readable=interpreter_paths(),
+        hidden=hidden, network="none", purpose="grading",
+    ))
