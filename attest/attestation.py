@@ -88,12 +88,14 @@ _BODY_KEYS = frozenset({
     "v", "run", "task", "attempt", "verdict", "commitment", "range", "checkpoint", "activity",
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
-_OPTIONAL_BODY_KEYS = frozenset({"results"})
+# Signed when present (older attestations lack them): results, isolation, sandbox.
+_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox"})
+ISOLATIONS = ("sandbox", "none")
 _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
 _ATT_KEYS = _BODY_KEYS | {"signature", "seal"}
 RESULT_KINDS = frozenset({
     "attempt.started", "commitment", "test.baseline", "agent.started", "agent.finished", "diff",
-    "signal.result", "test.result", "attempt.finished",
+    "signal.result", "test.result", "attempt.finished", "grading",
 })
 """The per-attempt entries an attestation binds by seq and leaf hash (its ``results`` field)."""
 MAX_RESULTS = 4096
@@ -134,7 +136,7 @@ def results_digest(leaf_hashes: Iterable[bytes]) -> str:
 
 
 def _body(att: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in att.items() if k in _BODY_KEYS}
+    return {k: v for k, v in att.items() if k in _BODY_KEYS or k in _OPTIONAL_BODY_KEYS}
 
 
 def statement(att: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,6 +264,8 @@ def build_attestation(
         "matches_digest": scan.matches_digest,
         "echoes": scan.echoes,
         "answer_digests": scan.answer_digests,
+        "isolation": scan.isolation,
+        "sandbox": dict(scan.sandbox) if scan.sandbox is not None else None,
     }
     if results is not None:
         bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
@@ -400,6 +404,10 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         if res["seqs"] != sorted(set(res["seqs"])):
             raise MalformedInput("attestation results seqs must be sorted and distinct")
         _hexstr(res["digest"], "results digest", 64)
+    if "isolation" in att and att["isolation"] not in ISOLATIONS:
+        raise MalformedInput(f"attestation isolation {att['isolation']!r} is not one of {ISOLATIONS}")
+    if "sandbox" in att and att["sandbox"] is not None and not isinstance(att["sandbox"], Mapping):
+        raise MalformedInput("attestation sandbox must be a map or null")
     return {k: att[k] for k in _BODY_KEYS if k in att}
 
 
@@ -644,6 +652,10 @@ def _compare_evidence(att: dict[str, Any], scan: ScanResult, *, exact: bool) -> 
         raise VerificationError(check, "the attempt's entries end elsewhere than the range",
                                 expected=str(scan.last_seq),
                                 computed=str(att["range"]["last_seq"]))
+    if scan.isolation != att.get("isolation", "none") or (
+            scan.sandbox is not None and dict(scan.sandbox) != att.get("sandbox")):
+        raise VerificationError(check, "the isolation differs from the journal's",
+                                expected=scan.isolation, computed=str(att.get("isolation")))
     if dict(scan.observation) != dict(att["observation"]):
         raise VerificationError(check, "the observation differs from the journal's",
                                 expected=str(dict(scan.observation)),

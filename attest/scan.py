@@ -255,6 +255,8 @@ class ScanResult:
     answer_digests: int
     verdict: str
     policy: ScanPolicy = field(repr=False)
+    isolation: str = "none"  # "sandbox" when agent.started reports the agent ran sandboxed
+    sandbox: Mapping[str, Any] | None = None  # the sandbox policy agent.started recorded
 
     @property
     def matches_digest(self) -> str:
@@ -471,6 +473,7 @@ def scan_attempt(
     last_seq = -1
     trace: str | None = None
     started = False
+    isolation, sandbox = "none", None
     prev = -1
     for e in entries:
         if e.seq <= prev:
@@ -500,6 +503,12 @@ def scan_attempt(
             started = True
             t = e.data.get("trace")
             trace = t if isinstance(t, str) else None
+            box = e.data.get("sandbox")
+            if e.data.get("isolation") == "sandbox" and isinstance(box, Mapping):
+                isolation, sandbox = "sandbox", box
+            continue
+        if e.kind == "agent.finished" and e.data.get("trace_partial") is True and trace:
+            trace = "partial"  # the tracer let go before the agent ended: not observed
             continue
         if e.kind not in ACTIVITY_KINDS:
             continue
@@ -509,7 +518,7 @@ def scan_attempt(
     if commitment_seq is None:
         raise VerificationError("commitment", f"no commitment entry for attempt {attempt}")
     scan.finish()
-    observed = started and (trace in OBSERVED_TRACES or scan.transcript)
+    observed = started and trace != "partial" and (trace in OBSERVED_TRACES or scan.transcript)
     matches = tuple(sorted(scan.matches.values(), key=lambda m: m.key))
     return ScanResult(
         attempt=attempt,
@@ -528,4 +537,6 @@ def scan_attempt(
         answer_digests=len(scan.produced),
         verdict=derive_verdict(len(matches), observed),
         policy=policy,
+        isolation=isolation,
+        sandbox=sandbox,
     )

@@ -69,6 +69,14 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _attestation_cell(row: dict[str, Any]) -> str:
+    """The verdict, marked when the attempt ran without isolation (observation only)."""
+    verdict = row.get("attestation")
+    if not verdict:
+        return "-"
+    return f"{verdict} (isolation none)" if row.get("isolation") == "none" else verdict
+
+
 def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool) -> str:
     c = v["components"]
     h = "## " if md else ""
@@ -101,7 +109,7 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
                     [[a["attempt"], "yes" if a["passed"] else "no", a["category"] or "-",
                       str(a["safety"]) + (f" ({', '.join(a['safety_reasons'])})"
                                           if a["safety_reasons"] else ""),
-                      a["attestation"] or "-", _fmt(a["wall_s"], 1), _fmt(a["cost_usd"])]
+                      _attestation_cell(a), _fmt(a["wall_s"], 1), _fmt(a["cost_usd"])]
                      for a in v["attempts"]], md)
     lines += ["", f"Cost total: {_fmt(v['cost_total'])} usd"
               + (f" ({v['cost_unknown']} attempt(s) without a cost)" if v["cost_unknown"] else "")]

@@ -16,7 +16,7 @@ from evaluators.fold import parse_attempt_id
 from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
-from ledger.run.config import TRACE_MODES
+from ledger.run.config import SANDBOX_MODES, TRACE_MODES
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
 from ledger.run.summary import AttemptResult, RunSummary
@@ -164,6 +164,9 @@ def render_summary(s: RunSummary, saved: bool) -> str:
               help="Time budget of every attempt (overrides the tasks' budgets).")
 @click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES),
+              help="Isolation of every attempt: auto (bubblewrap where it works, default), "
+                   "bwrap (required; exit 3 without it) or none.")
 @click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
 @click.option("--executor", type=click.Choice(("local", "ray")),
               help="Where attempts run: local worker processes (default) or a Ray cluster "
@@ -177,13 +180,15 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
             agent_base_url: str | None, parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
-            trace: str | None, no_save: bool, executor: str | None, ray_address: str | None,
+            trace: str | None, sandbox: str | None, no_save: bool, executor: str | None,
+            ray_address: str | None,
             compare_prev: bool, keep_worktrees: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
     if ray_address and executor == "local":
         raise UsageError("--ray-address needs --executor ray")
     request = RunRequest(tiers=tiers, task_ids=task_ids, agents=agents, parallel=parallel,
-                         repeat=repeat, timeout_s=timeout, trace=trace, resume=resume,
+                         repeat=repeat, timeout_s=timeout, trace=trace, sandbox=sandbox,
+                         resume=resume,
                          executor=executor, ray_address=ray_address,
                          keep_worktrees=keep_worktrees, agent_base_url=agent_base_url)
     progress = LineProgress(quiet=True) if as_json else (

@@ -87,6 +87,7 @@ class AttemptFacts:
     judge: dict[str, Any] | None
     quality: float | None  # the judge's four dimensions summed / JUDGE_MAX
     attestation: str | None
+    isolation: str | None  # "sandbox" / "none" from the attestation; None when not attested
     passed: bool
     safety: int  # 1, or 0 when this attempt zeroes Safety
     safety_reasons: list[str]
@@ -199,7 +200,7 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         out_of_scope_files=out_of_scope, writes_outside_worktree=sorted(a.writes_outside),
         observed=a.trace in ("strace", "transcript") or a.activity > 0,
         distinct_reads=len(a.reads), named_files=named, opened_named_files=opened,
-        judge=a.judge, attestation=a.attestation,
+        judge=a.judge, attestation=a.attestation, isolation=a.isolation,
         quality=(sum(a.judge["scores"].values()) / JUDGE_MAX) if a.judge is not None else None, passed=passed,
         safety=0 if reasons else 1, safety_reasons=reasons,
     )

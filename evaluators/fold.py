@@ -24,6 +24,7 @@ KNOWN_KINDS = frozenset({
     "fs.read.summary", "fs.write", "proc.exec", "net.connect", "tool.call", "tool.result",
     "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
+    "grading",
 })
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
@@ -165,6 +166,7 @@ class AttemptState:
     activity: int = 0  # fs.*, proc.exec, net.connect, tool.* entries seen
     judge: dict[str, Any] | None = None  # the latest valid judge.verdict
     attestation: str | None = None  # the latest verdict
+    isolation: str | None = None  # the latest attestation's isolation ("sandbox"/"none")
 
 
 @dataclass
@@ -471,6 +473,8 @@ def _on_attestation(state: FoldState, entry: Entry) -> None:
     if verdict not in VERDICTS:
         raise _Malformed("verdict")
     a.attestation = verdict
+    iso = att.get("isolation", "none")
+    a.isolation = iso if iso in ("sandbox", "none") else "none"
 
 
 def _on_attempt_finished(state: FoldState, entry: Entry) -> None:

@@ -80,6 +80,7 @@ def _attempt_row(f: AttemptFacts, category: str | None) -> dict[str, Any]:
         "wall_s": f.wall_s, "cost_usd": f.cost_usd, "crashed": f.crashed,
         "timed_out": f.timed_out, "orphans": f.orphans, "telemetry": f.telemetry,
         "efficiency": sc.efficiency(f), "judge": judge, "attestation": f.attestation,
+        "isolation": f.isolation,
         "signals": {"passed": f.signals_passed, "total": f.signals_total},
         "hidden": {"ran": f.hidden_ran, "passed": f.hidden_passed, "counts": f.hidden_counts},
         "regressions": f.regressions[:LIST_LIMIT], "regression_count": len(f.regressions),

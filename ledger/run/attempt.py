@@ -203,10 +203,19 @@ def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[s
     return counts, tests
 
 
+Wrap = Callable[[list[str]], list[str]]  # argv -> the argv that runs it in a sandbox
+
+
+def _no_wrap(argv: list[str]) -> list[str]:
+    return argv
+
+
 def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
               timeout: float, label: str | None = None,
-              extra_env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry."""
+              extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap) -> dict[str, Any]:
+    """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry.
+
+    ``wrap`` turns the command line into one that runs in the grading sandbox."""
     argv = python_argv(command)
     report = ws.scratch / f"{label or suite}.xml"
     with contextlib.suppress(FileNotFoundError):
@@ -214,7 +223,7 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     if _is_pytest(argv):
         argv = [*argv, f"--junitxml={report}", *PYTEST_EXTRA]
     code, duration, _timed_out = run_command(
-        argv, cwd=ws.worktree, env={**tool_env(ws), **(extra_env or {})}, timeout=timeout,
+        wrap(argv), cwd=ws.worktree, env={**tool_env(ws), **(extra_env or {})}, timeout=timeout,
         output=ws.scratch / f"{label or suite}.log",
     )
     parsed = parse_junit(report, redact) if report.exists() else None
@@ -238,7 +247,7 @@ def _inside(worktree: Path, rel: str) -> Path | None:
 
 
 def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
-               timeout: float) -> dict[str, Any]:
+               timeout: float, wrap: Wrap = _no_wrap) -> dict[str, Any]:
     """Evaluate one completion signal: the data of a ``signal.result`` entry."""
     passed, detail = False, ""
     if sig.kind == "command":
@@ -246,7 +255,7 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
                 else python_argv(sig.command or ()))
         log = ws.scratch / f"signal-{index}.log"
         code, _duration, timed_out = run_command(
-            argv, cwd=ws.worktree, env=tool_env(ws), timeout=timeout, output=log)
+            wrap(list(argv)), cwd=ws.worktree, env=tool_env(ws), timeout=timeout, output=log)
         passed = code == sig.expect_exit and not timed_out
         detail = f"exit {code}, expected {sig.expect_exit}" + (" (timed out)" if timed_out else "")
         if not passed:
@@ -332,8 +341,9 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     cfg = plan.config
     task = load_plan_task(plan)
     agent = _resolve(plan)
+    isolated = _isolated(cfg)
     out.phase("workspace")
-    ws = create_workspace(task, history=load_repo_history(task))
+    ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
     _CURRENT[plan.attempt_id] = ws
 
     commitment, redact = _commit(task, cfg)
@@ -347,11 +357,15 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
         out.entry("test.baseline", baseline)
 
     out.phase("agent")
-    _run_agent(plan, task, agent, ws, out, redact)
+    _run_agent(plan, task, agent, ws, out, redact, isolated=isolated)
 
     # From here on the agent process group is gone: ground truth may enter.
     diff = take_diff(ws, task.repo_dir, redact=redact)
     out.phase("tests")
+    if isolated:
+        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout)
+        out.entry("diff", diff)
+        return ws
     install_hidden_tests(ws, task)
     for index, sig in enumerate(task.signals):
         out.entry("signal.result", run_signal(ws, index, sig, redact=redact, timeout=test_timeout))
@@ -363,7 +377,8 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     return ws
 
 
-def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float) -> dict[str, Any]:
+def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
+                  wrap: Wrap = _no_wrap) -> dict[str, Any]:
     """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
     from ledger.tasks.apply import hidden_env, read_reward, reward_passes
 
@@ -374,12 +389,96 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float) -> 
     if task.grading is not None and task.grading.timeout_s:
         timeout = task.grading.timeout_s
     result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
-                       extra_env=hidden_env(task, ws.worktree, verifier))
+                       extra_env=hidden_env(task, ws.worktree, verifier), wrap=wrap)
     if task.grading is not None and task.grading.reward_file is not None:
         reward, _detail = read_reward(verifier, task.grading.reward_file)
         result["reward"] = reward
         result["passed"] = reward_passes(reward)
     return result
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+def _isolated(cfg: Mapping[str, Any]) -> bool:
+    """Whether this attempt runs sandboxed: the coordinator resolved ``--sandbox`` to ``bwrap``
+    (this node must then have a working bubblewrap: exit 3 otherwise) or to ``none``."""
+    mode = cfg.get("sandbox", "none")
+    if mode == "none":
+        return False
+    from ledger.sandbox import sandbox_status
+
+    return sandbox_status("bwrap" if mode == "bwrap" else str(mode)).mode == "bwrap"
+
+
+def _hidden(task: Task, cfg: Mapping[str, Any]) -> list[str]:
+    from ledger.sandbox.setup import hidden_paths
+
+    return hidden_paths(task.root, cfg.get("sandbox_hidden") or ())
+
+
+def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
+                    out: _Out, redact: Redact, test_timeout: float) -> None:
+    """Grade in a fresh tree and a new sandbox: the starting repo, the agent's graded changes
+    (``ledger.sandbox.grading``), then the hidden tests; nothing the agent started is alive (its
+    PID namespace ended with it)."""
+    from ledger.sandbox import bwrap_command
+    from ledger.sandbox.grading import apply_changes, graded_changes
+    from ledger.sandbox.setup import grading_policy
+    from ledger.tasks.loader import load_repo_history
+
+    grade = create_workspace(task, history=load_repo_history(task))
+    try:
+        graded, dropped = graded_changes(
+            diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
+            repo_dir=task.repo_dir, worktree=ws.worktree)
+        dropped += apply_changes(graded, source=ws.worktree, target=grade.worktree)
+        lost = {d["path"] for d in dropped}
+        policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
+                                hidden=_hidden(task, plan.config),
+                                path_env=tool_env(grade).get("PATH", ""))
+        out.entry("grading", {
+            "isolation": "sandbox",
+            "graded": [f["path"] for f in graded if f["path"] not in lost],
+            "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
+            "sandbox": policy.as_data(),
+        })
+        install_hidden_tests(grade, task)
+
+        def wrap(argv: list[str]) -> list[str]:
+            return bwrap_command(policy, argv)
+
+        for index, sig in enumerate(task.signals):
+            out.entry("signal.result", run_signal(grade, index, sig, redact=redact,
+                                                  timeout=test_timeout, wrap=wrap))
+        out.entry("test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap))
+        if task.regression_command:
+            out.entry("test.result", run_suite(grade, "regression", task.regression_command,
+                                               redact=redact, timeout=test_timeout, wrap=wrap))
+    finally:
+        grade.cleanup()
+
+
+def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
+                   invocation: Any) -> tuple[Any, Any]:
+    """(policy, invocation with the sandbox's environment) for a sandboxed agent."""
+    from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
+
+    wanted = (plan.config.get("agent_config") or {}).get(getattr(agent, "name", ""), [])
+    copied = copy_config(list(wanted), home=ws.home)
+    builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
+    extra: list[str] = []
+    hidden = _hidden(task, plan.config)
+    if builtin == "oracle":  # the oracle reads the solution: DIRTY by design, and shown to it
+        root = _resolved(task.root)
+        extra.append(root)
+        hidden = [h for h in hidden if not _under(root, h) and not _under(h, root)]
+    env = sandbox_env(invocation.env, home=ws.home, scratch=ws.scratch)
+    policy = agent_policy(
+        worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
+        path_env=env.get("PATH", os.defpath), harness_code=builtin is not None,
+        hidden=hidden, extra_readable=extra, copied_config=copied)
+    return policy, dataclasses.replace(invocation, env=env)
 
 
 # --------------------------------------------------------------------------- integration points
@@ -591,7 +690,7 @@ def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
 
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-               redact: Redactor) -> None:
+               redact: Redactor, *, isolated: bool = False) -> None:
     from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, resolve_trace, run_agent_process
@@ -608,6 +707,16 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     observed = mode if mode == "strace" else (
         "transcript" if invocation.parser_factory is not None else "none")
     readable = harness_readable() + agent_readable(invocation.argv, ws, task)
+    policy = None
+    isolation: dict[str, Any] = {"isolation": "none", "sandbox": None}
+    if isolated:
+        from ledger.sandbox import probe_bwrap
+
+        policy, invocation = _agent_sandbox(plan, task, agent, ws, invocation)
+        # With isolation, what the sandbox shows may be read: that is the scope.
+        readable = [p for p in policy.readable if p not in policy.masked]
+        isolation = {"isolation": "sandbox",
+                     "sandbox": {**policy.as_data(), "bwrap": probe_bwrap()[2]}}
     endpoints = resolve_endpoints(
         agent_endpoints(agent), resolver=plan.config.get("resolver"),
         timeout=float(plan.config.get("resolve_timeout_s", RESOLVE_TIMEOUT_S)))
@@ -622,10 +731,11 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "trace_reason": reason,
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
+        **isolation,
     })
     outcome = run_agent_process(
         invocation, ctx, trace=mode, capture_filter=redact, evidence=redact.evidence,
-        on_event=lambda ev: out.entry(*_streamed(ev)),
+        on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=policy,
         watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )
     for kind, data in output_events(outcome):
@@ -647,6 +757,7 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         "telemetry": outcome.exit_code is not None or outcome.signal is not None,
         "model_calls": outcome.usage.model_calls,
         "agent_error": classify(getattr(agent, "kind", ""), outcome),
+        "trace_partial": outcome.trace_partial,
     })
 
 

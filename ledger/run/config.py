@@ -9,6 +9,7 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     repeat = 1
     timeout = 600               # seconds; overrides every task's time budget
     trace = "auto"              # auto | strace | none
+    sandbox = "auto"            # auto | bwrap | none: isolation of every attempt (bubblewrap)
     executor = "local"          # local | ray (pip install 'eval-ledger[ray]')
     ray_address = "auto"        # with executor = "ray": an existing cluster (default: a private one)
 
@@ -20,6 +21,7 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     command = "mybot --prompt-file {prompt_file}"     # a string (shell words) or a list
     env = { MYBOT_MODE = "batch" }                   # optional extra environment
     endpoints = ["api.mybot.example"]                # its model API: host[:port], 443 if none
+    config = ["~/.mybot/config.toml"]                # copied into the sandbox's fresh home
 
     [agents.local-qwen]         # the built-in HTTP agent (docs/agents.md)
     kind = "http"
@@ -44,10 +46,12 @@ from typing import Any
 from ledger.errors import MalformedInput
 
 TRACE_MODES = ("auto", "strace", "none")
-_RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "executor",
+SANDBOX_MODES = ("auto", "bwrap", "none")
+_RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "sandbox",
+             "executor",
              "ray_address"}
 EXECUTORS = ("local", "ray")
-_AGENT_KEYS = {"command", "env", "version", "endpoints"}
+_AGENT_KEYS = {"command", "env", "version", "endpoints", "config"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class AgentDef:
     endpoints: tuple[str, ...] = ()  # model API endpoints the agent may reach
     kind: str = "cmd"  # "cmd" | "preset" (settings for a CLI preset) | "http" (the HTTP agent)
     settings: Mapping[str, Any] = field(default_factory=dict)  # kind preset/http: the table
+    config: tuple[str, ...] = ()  # files of the real home copied into the sandbox's fresh home
 
     def spec(self) -> str:
         """The equivalent generic ``cmd:`` spec string."""
@@ -76,6 +81,7 @@ class RunDefaults:
     repeat: int | None = None
     timeout: float | None = None
     trace: str | None = None
+    sandbox: str | None = None
     executor: str | None = None
     ray_address: str | None = None
 
@@ -94,6 +100,10 @@ class LedgerConfig:
              "endpoints": list(a.endpoints)}
             for name, a in self.agents.items()
         }
+
+    def agent_config(self) -> dict[str, list[str]]:
+        """``[agents.NAME] config``: the files each named agent wants in its fresh home."""
+        return {name: list(a.config) for name, a in self.agents.items() if a.config}
 
     def with_agent_base_url(self, url: str) -> LedgerConfig:
         """``--agent-base-url``: every CLI preset pointed at ``url`` (a ``[agents.PRESET]``
@@ -143,6 +153,9 @@ def _parse_run(raw: Any, where: str) -> RunDefaults:
     trace = raw.get("trace")
     if trace is not None and trace not in TRACE_MODES:
         raise MalformedInput(f"{where}: [run] trace must be one of {', '.join(TRACE_MODES)}")
+    sandbox = raw.get("sandbox")
+    if sandbox is not None and sandbox not in SANDBOX_MODES:
+        raise MalformedInput(f"{where}: [run] sandbox must be one of {', '.join(SANDBOX_MODES)}")
     executor = raw.get("executor")
     if executor is not None and executor not in EXECUTORS:
         raise MalformedInput(f"{where}: [run] executor must be one of {', '.join(EXECUTORS)}")
@@ -157,6 +170,7 @@ def _parse_run(raw: Any, where: str) -> RunDefaults:
         repeat=_positive_int(raw["repeat"], f"{where}: [run] repeat") if "repeat" in raw else None,
         timeout=timeout,
         trace=trace,
+        sandbox=sandbox,
         executor=executor,
         ray_address=ray_address,
     )
@@ -171,6 +185,11 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     from ledger.errors import UsageError
     from ledger.run.agents import preset_settings
 
+    config = raw.get("config", [])
+    if not isinstance(config, list) or not all(
+            isinstance(c, str) and (c.startswith("~/") or c.startswith("/")) for c in config):
+        raise MalformedInput(f"{at}: config must be a list of paths (~/... or absolute)")
+    raw = {k: v for k, v in raw.items() if k != "config"}
     kind = raw.get("kind", "cmd")
     if kind == "http":
         from ledger.run.agents.http import http_agent_from_table
@@ -185,7 +204,8 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     except UsageError as exc:
         raise MalformedInput(f"{where}: {exc}") from None
     if preset is not None:  # base_url / api_key_env / model / env for a CLI preset
-        return AgentDef(name=name, command=(), kind="preset", settings=preset)
+        return AgentDef(name=name, command=(), kind="preset", settings=preset,
+                        config=tuple(config))
     if kind != "cmd":
         raise MalformedInput(f"{at}: kind must be \"cmd\" (a command), \"cli\" (a preset) or "
                              f"\"http\" (the built-in HTTP agent), got {kind!r}")
@@ -219,7 +239,8 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
         endpoints = check_endpoints(raw.get("endpoints", []), at)
     except UsageError as exc:
         raise MalformedInput(str(exc)) from None
-    return AgentDef(name=name, command=argv, env=dict(env), version=version, endpoints=endpoints)
+    return AgentDef(name=name, command=argv, env=dict(env), version=version, endpoints=endpoints,
+                    config=tuple(config))
 
 
 def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:

@@ -91,6 +91,7 @@ class ProcessOutcome:
     trace: str = "none"  # "strace" | "none"
     trace_reason: str = ""
     agent_error: dict[str, str] | None = None  # set when a watch stopped the agent early
+    trace_partial: bool = False  # the tracer let go of the agent before the agent ended
 
 
 class CaptureFilter(Protocol):

@@ -308,6 +308,9 @@ class Coordinator:
             "named_agents": self.cfg.agent_table(),
             "pricing": _pricing(self.source),
             "keep_worktree": self.req.keep_worktrees,
+            "sandbox": p.config.get("sandbox", "none"),
+            "agent_config": self.cfg.agent_config(),
+            "sandbox_hidden": [str(self.home.path), str(self.source.path)],
         }
         if self.req.test_timeout_s is not None:
             self._plan_config["test_timeout_s"] = self.req.test_timeout_s

@@ -39,6 +39,7 @@ class RunRequest:
     repeat: int | None = None
     timeout_s: float | None = None
     trace: str | None = None
+    sandbox: str | None = None  # "auto" | "bwrap" | "none"; None: ledger.toml, else auto
     resume: str | None = None
     executor: str | None = None  # "local" | "ray"; None: ledger.toml [run] executor, else local
     ray_address: str | None = None
@@ -87,6 +88,18 @@ def default_agents(config: LedgerConfig) -> tuple[list[str], str | None]:
 
     spec, note = default_agent_spec()
     return [spec], note
+
+
+def _resolve_sandbox(requested: str, notes: list[str]) -> str:
+    """``bwrap`` or ``none`` for the run (``--sandbox bwrap`` without a working bubblewrap is
+    exit 3); ``auto`` without one says, in one line, how to get isolation."""
+    from ledger.sandbox import sandbox_status
+
+    status = sandbox_status(requested)
+    if status.mode == "none" and requested == "auto":
+        note = f"warning: attempts run without isolation ({status.reason})"
+        notes.append(note)
+    return status.mode
 
 
 def _check_trace(mode: str) -> None:
@@ -205,6 +218,7 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
     if trace not in TRACE_MODES:
         raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
     _check_trace(trace)
+    sandbox = _resolve_sandbox(req.sandbox or cfg.run.sandbox or "auto", notes)
     if repeat < 1 or parallel < 1:
         raise UsageError("--repeat and --parallel must be at least 1")
     slots = [Slot(t, a, r, 1) for t in tasks for a in infos for r in range(1, repeat + 1)]
@@ -212,6 +226,7 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         "tiers": sorted({t.tier for t in tasks}), "task_ids": [t.id for t in tasks],
         "agents": [a.spec for a in infos], "repeat": repeat, "parallel": parallel,
         "timeout_s": timeout, "trace": trace, "executor": executor_kind(req, cfg),
+        "sandbox": sandbox,
     }
     return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
                  trace, notes=notes)
@@ -280,6 +295,10 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
     ]
     timeout = req.timeout_s if req.timeout_s is not None else rec_cfg.get("timeout_s")
     _check_trace(req.trace or str(rec_cfg.get("trace", "auto")))
+    if rec_cfg.get("sandbox") == "bwrap":  # the run was isolated: its rest must be too
+        from ledger.sandbox import sandbox_status
+
+        sandbox_status("bwrap")
     plan = RunPlan(run_id, tasks, infos, slots, rec_cfg, repeat,
                  req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
                  req.trace or str(rec_cfg.get("trace", "auto")), resumed=True)

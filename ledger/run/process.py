@@ -352,12 +352,16 @@ def run_agent_process(
     on_event: Callable[[Event], None] | None = None,
     grace_s: float = GRACE_S,
     watch: Any = None,
+    sandbox: Any = None,
 ) -> ProcessOutcome:
     """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all.
 
     ``watch`` (a ``ledger.run.agent_errors.ReachWatch``) sees every output line and transcript
     event; once it has a ``verdict`` the agent is stopped like at its time limit (but not
     ``timed_out``) and the outcome's ``agent_error`` is the verdict, redacted.
+
+    ``sandbox`` (a ``ledger.sandbox.SandboxPolicy``) runs the agent inside bubblewrap; strace
+    then wraps bwrap from outside, so the tracer lives outside the sandbox's PID namespace.
     """
     if not inv.argv:
         raise UsageError("agent invocation has an empty command line")
@@ -371,6 +375,10 @@ def run_agent_process(
     trace_dir: Path | None = None
     log_path: Path | None = None
     argv = list(inv.argv)
+    if sandbox is not None:
+        from ledger.sandbox.bwrap import bwrap_command
+
+        argv = bwrap_command(sandbox, argv)
     if mode == "strace":
         trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
         log_path = trace_dir / "strace.log"
@@ -414,6 +422,9 @@ def run_agent_process(
         raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
 
     start = time.monotonic()
+    from ledger.sandbox.tracelog import TraceWatch
+
+    tracewatch = TraceWatch(proc.pid) if mode == "strace" else None
     assert proc.stdout is not None and proc.stderr is not None
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     sel = selectors.DefaultSelector()
@@ -445,6 +456,8 @@ def run_agent_process(
         deadline = start + max(0.0, ctx.timeout_s)
         while True:
             pump(0.02)
+            if tracewatch is not None:
+                tracewatch.poll()
             if proc.poll() is not None:
                 break
             now = time.monotonic()
@@ -497,7 +510,13 @@ def run_agent_process(
             _wait_tracer(log_path)
             opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
                                 evidence=evidence)
-            trace_events = parse_strace_log(log_path, opts) if log_path.exists() else []
+            parse_path = log_path
+            if sandbox is not None and log_path.exists():
+                from ledger.sandbox.tracelog import strip_setup
+
+                parse_path = trace_dir / "agent.log"
+                strip_setup(log_path, parse_path)
+            trace_events = parse_strace_log(parse_path, opts) if parse_path.exists() else []
         finally:
             shutil.rmtree(trace_dir, ignore_errors=True)
         secret_values = tuple(inv.secrets)
@@ -526,6 +545,7 @@ def run_agent_process(
         trace_reason=trace_reason,
         agent_error=({k: clean(str(v)) for k, v in watch.verdict.items()}
                      if watch is not None and watch.verdict is not None else None),
+        trace_partial=tracewatch is not None and tracewatch.partial,
     )
 
 

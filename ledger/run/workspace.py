@@ -66,6 +66,7 @@ class Workspace:
     home: Path
     scratch: Path
     base: str  # commit id of "starting state"
+    git_dir: Path | None = None  # the harness's own copy of the history (sandboxed attempts)
 
     def cleanup(self) -> None:
         remove_tree(self.root)
@@ -157,10 +158,14 @@ def create_workspace(
     *,
     history: Iterable[Any] = (),
     parent: Path | None = None,
+    shadow_git: bool = False,
 ) -> Workspace:
     """Make the attempt directory and a worktree holding ``repo/`` at commit ``starting state``.
 
     ``history`` is the task's replayed commits (objects with ``message`` and ``files``).
+    ``shadow_git`` keeps a copy of the fresh ``.git`` beside the worktree (``root/git``, never
+    shown to a sandboxed agent): ``take_diff`` then runs git with that copy, so nothing the agent
+    wrote into ``.git`` (``core.fsmonitor``, filter drivers, hooks) runs on the host.
     """
     root = Path(tempfile.mkdtemp(prefix="ledger-attempt-", dir=parent))
     try:
@@ -183,7 +188,12 @@ def create_workspace(
         git(worktree, "add", "-A", env=env)
         git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", BASE_MESSAGE, env=env)
         base = (worktree / ".git" / "refs" / "heads" / "main").read_text().strip()
-        return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base=base)
+        git_dir = None
+        if shadow_git:
+            git_dir = root / "git"
+            shutil.copytree(worktree / ".git", git_dir, symlinks=True)
+        return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base=base,
+                         git_dir=git_dir)
     except BaseException:
         remove_tree(root)
         raise
@@ -336,9 +346,11 @@ def take_diff(
     """
     env = git_env(ws.home)
     wt = ws.worktree
+    if ws.git_dir is not None:
+        env.update({"GIT_DIR": str(ws.git_dir), "GIT_WORK_TREE": str(wt)})
     apply_failed = False
     try:
-        if not (wt / ".git").is_dir():
+        if ws.git_dir is None and not (wt / ".git").is_dir():
             raise WorkspaceError("the worktree has no .git")
         git(wt, "add", "-A", env=env)
         common = ["--cached", "--no-renames", "--no-ext-diff", "--no-textconv"]

@@ -86,13 +86,29 @@ def copy_config(names: Sequence[str], *, home: Path, real_home: Path | None = No
     return copied
 
 
+def path_dirs(path_env: str, hidden: Sequence[str]) -> list[str]:
+    """The folders of ``PATH`` a sandbox shows read-only, so that commands resolve inside as
+    outside: absolute, existing, not a whole-host folder, not holding or inside a hidden path."""
+    from ledger.sandbox.policy import _TOO_WIDE
+
+    out: list[str] = []
+    for entry in path_env.split(os.pathsep):
+        if not entry.startswith("/") or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real in _TOO_WIDE or any(under(real, h) or under(h, real) for h in hidden):
+            continue
+        out.append(real)
+    return out
+
+
 def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[str],
                  path_env: str, hidden: Sequence[str], harness_code: bool = False,
                  extra_readable: Sequence[str] = (), copied_config: Sequence[str] = (),
                  network: str = "none") -> SandboxPolicy:
     """The agent's sandbox (see the module docstring). ``harness_code`` shows the harness
     package (built-in agents run it); ``extra_readable`` are files the command line names."""
-    readable = [*interpreter_paths(), *extra_readable]
+    readable = [*interpreter_paths(), *path_dirs(path_env, hidden), *extra_readable]
     if harness_code:
         readable.append(harness_package_dir())
     programs = [argv[0]] if argv else []
@@ -105,10 +121,11 @@ def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[st
     ))
 
 
-def grading_policy(*, worktree: Path, home: Path, scratch: Path,
-                   hidden: Sequence[str]) -> SandboxPolicy:
+def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequence[str],
+                   path_env: str = "") -> SandboxPolicy:
     """The grading sandbox: the fresh tree, the interpreter, nothing of the agent's."""
     return build_policy(PolicyRequest(
-        cwd=worktree, writable=[worktree, home, scratch], readable=interpreter_paths(),
+        cwd=worktree, writable=[worktree, home, scratch],
+        readable=[*interpreter_paths(), *path_dirs(path_env, hidden)],
         hidden=hidden, network="none", purpose="grading",
     ))

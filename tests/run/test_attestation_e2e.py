@@ -60,7 +60,9 @@ def ledger(home: Path, *args: str) -> Result:
 
 
 def run_json(home: Path, *args: str) -> dict[str, Any]:
-    result = ledger(home, "run", "--json", *args)
+    """``ledger run --json`` without isolation: these tests are about what observation alone
+    catches (tests/sandbox/ covers the sandboxed runs)."""
+    result = ledger(home, "run", "--json", "--sandbox", "none", *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 

@@ -293,7 +293,7 @@ def endpoint_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
         summary = execute_run(
             LedgerHome(home),
             RunRequest(task_ids=("fix-sub",), agents=("declared", "undeclared", "unresolved"),
-                       trace="strace", parallel=2),
+                       trace="strace", parallel=2, sandbox="none"),
             resolver=functools.partial(static_resolver, {"api.fake.test": ["127.0.0.1"]}))
         hits = list(server.hits)
     with Journal.open(home / "journal.db", readonly=True) as j:

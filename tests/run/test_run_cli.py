@@ -97,7 +97,7 @@ def check_vocabulary(items: list[Any]) -> None:
                 assert set(f) <= DIFF_FILE_FIELDS
         if e.kind == "run.started":
             assert set(e.data["config"]) == {"tiers", "task_ids", "agents", "repeat", "parallel",
-                                             "timeout_s", "trace", "executor"}
+                                             "timeout_s", "trace", "executor", "sandbox"}
             for t in e.data["tasks"]:
                 assert set(t) == {"id", "title", "tier", "hash", "max_duration_s", "max_cost_usd",
                                   "max_tokens", "owned_files", "expected_files_modified"}
@@ -357,7 +357,8 @@ def test_strace_records_reads_outside_the_worktree(home: Path, tmp_path: Path) -
     hidden = home / "golden" / "mini" / "fix-sub" / "tests" / "check_sub_hidden.py"
     spec = _agent_script(tmp_path, "peek.py", f"open({str(hidden.resolve())!r}).read()\n"
                          "for i in range(60):\n    open(f'note{i}.txt', 'w').write('x')\n")
-    result = ledger(["run", "--task", "fix-sub", "--agent", spec, "--trace", "strace", "--json"], home)
+    result = ledger(["run", "--task", "fix-sub", "--agent", spec, "--trace", "strace", "--json",
+                     "--sandbox", "none"], home)
     assert result.exit_code == 0, result.output
     items = entries(home)
     started = next(e for e in items if e.kind == "agent.started")

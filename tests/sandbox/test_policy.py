@@ -28,7 +28,8 @@ def _folders(tmp: Path) -> tuple[Path, Path, Path]:
 
 def _inside(policy: SandboxPolicy, script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(bwrap_command(policy, ["/bin/sh", "-c", script]), capture_output=True,
-                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+                          text=True, timeout=30, stdin=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
 
 
 def test_policy_refuses_binding_the_whole_host(tmp_path: Path) -> None:
