@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from evaluators.compare import COMPONENTS, compare
-from evaluators.explore import AttemptDetail, RunReport
+from evaluators.explore import TRANSCRIPT_KINDS, AttemptDetail, RunReport
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from ledger.tasks.model import TIERS
 
@@ -264,8 +264,45 @@ def _detail_json(d: AttemptDetail) -> dict[str, Any]:
             "matches": list(att.matches), "match_count": att.match_count, "scope": att.scope,
             "observation": att.observation, "activity_count": att.activity_count},
         "transcript": [[t.seq, t.kind, t.role, t.tool, t.text, t.is_error] for t in d.transcript],
-        "timeline": [[e.seq, e.when, e.at is not None, e.kind, e.summary] for e in d.timeline],
+        "timeline": timeline_rows(d.timeline),
     }
+
+
+GROUP_KINDS = frozenset({"fs.read", "proc.exec"})  # writes and connections stay one row each
+GROUP_MIN = 5  # consecutive reads/execs shown as one timeline row
+GROUP_SHOW = 6  # paths or commands named in such a row
+TRANSCRIPT_HEAD = 60  # characters of a transcript item in the timeline (the transcript has it all)
+
+
+def timeline_rows(timeline: Sequence[Any]) -> list[list[Any]]:
+    """Timeline rows ``[seq, time ns, captured?, kind, what]``. A run of GROUP_MIN or more
+    consecutive reads and execs (an interpreter loading its library under strace) becomes one
+    row naming its seq range, counts and first GROUP_SHOW paths; ``ledger log --run RUN`` lists
+    every entry, and the Inspect export keeps each one."""
+    rows: list[list[Any]] = []
+    i = 0
+    while i < len(timeline):
+        e = timeline[i]
+        j = i
+        if e.kind in GROUP_KINDS:
+            while j + 1 < len(timeline) and timeline[j + 1].kind in GROUP_KINDS:
+                j += 1
+        n = j - i + 1
+        if n >= GROUP_MIN:
+            counts: dict[str, int] = {}
+            for t in timeline[i:j + 1]:
+                counts[t.kind] = counts.get(t.kind, 0) + 1
+            names = [t.summary for t in timeline[i:i + GROUP_SHOW]]
+            more = f", ... {n - len(names)} more" if n > len(names) else ""
+            rows.append([e.seq, e.when, e.at is not None,
+                         " + ".join(f"{k} x{c}" for k, c in sorted(counts.items())),
+                         f"seq {e.seq}..{timeline[j].seq}: " + ", ".join(names) + more])
+            i = j + 1
+        else:
+            what = e.summary[:TRANSCRIPT_HEAD] if e.kind in TRANSCRIPT_KINDS else e.summary
+            rows.append([e.seq, e.when, e.at is not None, e.kind, what])
+            i += 1
+    return rows
 
 
 def _attempts(report: RunReport, start: int, blocks: list[str]) -> tuple[str, int]:

@@ -167,3 +167,19 @@ def test_view_of_a_bench_run_shows_leaderboard_and_scorecards(tmp_path: Path) ->
     assert "claude" in section and "codex" in section and "Scorecards" in section
     assert section.index("claude") < section.index("codex")  # ranked by quality
     assert "judge presentation order" in section
+
+
+def test_timeline_folds_long_runs_of_reads_into_one_row() -> None:
+    """600 consecutive fs.read entries become one row with the count and seq range; writes stay rows."""
+    from evaluators.explore import TimelineEvent
+    from ledger.view.html import timeline_rows
+
+    tl = [TimelineEvent(i, 1000 + i, None, "fs.read", f"/lib/m{i}.py") for i in range(600)]
+    tl.append(TimelineEvent(600, 2000, 2001, "fs.write", "/wt/a.py"))
+    tl += [TimelineEvent(601 + i, 3000, None, "fs.read", f"/wt/b{i}") for i in range(3)]
+    rows = timeline_rows(tl)
+    assert len(rows) == 5
+    assert rows[0][3] == "fs.read x600" and rows[0][4].startswith("seq 0..599: /lib/m0.py")
+    assert rows[0][4].endswith("... 594 more")
+    assert rows[1] == [600, 2001, True, "fs.write", "/wt/a.py"]
+    assert [r[3] for r in rows[2:]] == ["fs.read"] * 3
