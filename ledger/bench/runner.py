@@ -10,7 +10,8 @@ round (``bench.response``, ``bench.activity``) -> corpus checks (``bench.check``
 ``bench.judge_raw``, ``bench.verdict``; a reversed-order pass with ``swap_check``) ->
 ``view.recorded`` (the leaderboard) -> ``bench.finished`` -> ``run.finished`` -> a signed
 checkpoint. Agents run in worker threads (each a bounded process group); only this thread
-appends to the journal.
+appends to the journal, through the run coordinator's ``JournalWriter`` (the one writer), and
+the leaderboard is folded as the entries are appended.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ from typing import Any
 
 from evaluators import bench_judge as jd
 from evaluators.facts import STUB_MARK, TODO_MARK
-from evaluators.leaderboard import BENCH_EVALUATOR, BENCH_VERSION, leaderboard_from_entries
+from evaluators.leaderboard import (
+    BENCH_EVALUATOR,
+    BENCH_VERSION,
+    fold_leaderboard,
+    leaderboard_view,
+    new_leaderboard_state,
+)
 from evaluators.responses import code_files, extract_answer, language_of, render_files
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
 from ledger.bench.inputs import BenchTask
@@ -40,6 +47,7 @@ from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_or_init_keys
 from ledger.run.contracts import AttemptContext, Usage
+from ledger.run.coordinator import JournalWriter
 from ledger.run.plan import new_run_id
 
 TEXT_LIMIT = 200_000  # characters of an answer kept in the journal (head + tail)
@@ -363,10 +371,10 @@ def kill_run_processes(run_id: str) -> int:
 # ------------------------------------------------------------------------------- the run
 
 class _Bench:
-    def __init__(self, home: LedgerHome, journal: Journal, task: BenchTask, opts: BenchOptions,
+    def __init__(self, home: LedgerHome, writer: JournalWriter, task: BenchTask, opts: BenchOptions,
                  run_id: str, seed: int, contestants: list[Contestant], judges: list[Contestant],
                  fallback: bool, progress: Progress, pricing: Mapping[str, Any] | None) -> None:
-        self.home, self.journal, self.task, self.opts = home, journal, task, opts
+        self.home, self.writer, self.task, self.opts = home, writer, task, opts
         self.run_id, self.seed = run_id, seed
         self.contestants, self.judges, self.fallback = contestants, judges, fallback
         self.progress = progress
@@ -380,7 +388,7 @@ class _Bench:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench")
 
     def append(self, kind: str, data: Mapping[str, Any]) -> None:
-        self.journal.append(kind, data, run=self.run_id, task="bench")
+        self.writer.append(kind, data, task="bench")
 
     # -- generic parallel dispatch ---------------------------------------------------------
 
@@ -738,6 +746,9 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     run_id = new_bench_run_id(now(), rng)
     seed = opts.seed if opts.seed is not None else int.from_bytes(rng(4), "big")
     journal = Journal.open(home.journal_path, create=True, harness=True)
+    writer = JournalWriter(journal, run_id, fold=False)
+    board = new_leaderboard_state(None)  # as replay folds it: from the first bench.* entry
+    writer.listeners.append(lambda e: fold_leaderboard(board, e))
     bench: _Bench | None = None
     try:
         options = {"with_tests": opts.with_tests, "with_adversarial": opts.with_review,
@@ -746,7 +757,7 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
         judge_records = ([{"name": jd.OFFLINE_JUDGE, "spec": jd.OFFLINE_JUDGE, "kind": "builtin",
                            "version": None, "family": "offline"}] if fallback
                          else [j.record() for j in judges])
-        journal.append("run.started", {
+        writer.append("run.started", {
             "harness_version": _harness(),
             "config": {"kind": "bench", "agents": [c.spec for c in contestants],
                        "judges": [j["spec"] for j in judge_records], "repeat": 1,
@@ -754,8 +765,8 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
                        "trace": "none", "executor": "bench", "tiers": [], "task_ids": []},
             "tasks": [], "agents": [{k: v for k, v in c.record().items() if k != "family"}
                                     for c in contestants],
-        }, run=run_id)
-        journal.append("bench.started", {
+        })
+        writer.append("bench.started", {
             "version": BENCH_VERSION, "mode": task.mode, "task_source": task.source,
             "task_hash": task.task_hash, "task_chars": len(task.text),
             "task_title": None if opts.no_snapshot else task.title,
@@ -766,36 +777,35 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
             "judge_choice": why, "seed": seed, "timeout_s": opts.timeout_s,
             "project": opts.project if opts.project is not None else str(Path.cwd()),
             "corpus_version": task.corpus.version if task.corpus else None,
-        }, run=run_id, task="bench")
+        }, task="bench")
         if fallback:
             say(f"judge: offline deterministic judge (fallback: {why})")
         else:
             say(f"judge: {', '.join(j.name for j in judges)} ({why})")
-        bench = _Bench(home, journal, task, opts, run_id, seed, contestants, judges, fallback,
+        bench = _Bench(home, writer, task, opts, run_id, seed, contestants, judges, fallback,
                        say, pricing)
         try:
             bench.run()
         except KeyboardInterrupt:
             killed = kill_run_processes(run_id)
             bench.pool.shutdown(wait=False, cancel_futures=True)
-            journal.append("bench.finished", {"status": "interrupted", "killed": killed},
-                           run=run_id, task="bench")
-            journal.append("run.finished", {"status": "interrupted",
-                                            "attempts": len(contestants),
-                                            "completed": 0}, run=run_id)
+            writer.append("bench.finished", {"status": "interrupted", "killed": killed},
+                          task="bench")
+            writer.append("run.finished", {"status": "interrupted",
+                                           "attempts": len(contestants), "completed": 0})
             raise
-        view = leaderboard_from_entries(journal.entries(run=run_id))
-        journal.append("view.recorded", {"evaluator": BENCH_EVALUATOR, "version": BENCH_VERSION,
-                                         "view": view}, run=run_id)
+        view = leaderboard_view(board)  # folded as the entries were appended: no read-back
+        writer.append("view.recorded", {"evaluator": BENCH_EVALUATOR, "version": BENCH_VERSION,
+                                        "view": view})
         files = on_view(view) if on_view is not None else []
         counts = view["counts"]
-        journal.append("bench.finished", {
+        writer.append("bench.finished", {
             "status": view["verdict"], "attempted": counts["attempted"],
             "succeeded": counts["succeeded"], "scored": counts["scored"], "reports": files,
-        }, run=run_id, task="bench")
-        journal.append("run.finished", {"status": "finished", "attempts": counts["attempted"],
-                                        "completed": counts["succeeded"]}, run=run_id)
-        journal.checkpoint(keys)
+        }, task="bench")
+        writer.append("run.finished", {"status": "finished", "attempts": counts["attempted"],
+                                       "completed": counts["succeeded"]})
+        writer.checkpoint(keys)
     finally:
         if bench is not None:
             bench.pool.shutdown(wait=True)

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 import ledger
 from attest.attestation import COMMITMENT_KEY_LABEL
+from evaluators import fold as golden
 from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
@@ -145,6 +146,68 @@ def _pricing(home: LedgerHome) -> Any:
     return resolve_pricing(home.path)[0]
 
 
+class JournalWriter:
+    """The one way a run or a bench appends to the journal.
+
+    Every entry is filed under the writer's run and appended whole (Ctrl-C is held by the gate
+    while an entry is written); ``hold`` keeps streamed entries back so a burst is appended as
+    one transaction (``flush``, or the next ``append``); each entry appended, and each one read
+    back with ``observe`` (a resumed run), goes to the ``listeners`` once and is folded into
+    ``state``, the golden evaluator's fold of the run (``fold=False``: a bench, whose
+    leaderboard folds through a listener), so nothing is read back to score it.
+    """
+
+    def __init__(self, journal: Journal, run_id: str, gate: _InterruptGate | None = None,
+                 *, fold: bool = True) -> None:
+        self.journal, self.run_id = journal, run_id
+        self.gate = gate or _InterruptGate()
+        self.state = golden.new_state(run_id)
+        self._fold = fold
+        self.listeners: list[Callable[[Entry], None]] = []
+        self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+
+    def observe(self, entry: Entry) -> None:
+        if self._fold:
+            golden.fold(self.state, entry)
+        for listener in self.listeners:
+            listener(entry)
+
+    def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
+        self.flush()
+        with self.gate.critical():
+            entry = self.journal.append(kind, data, run=self.run_id, task=task)
+            self.observe(entry)
+        return entry
+
+    def append_many(self, items: Sequence[tuple[str, Mapping[str, Any], str | None]]) -> list[Entry]:
+        """``(kind, data, task)`` items in one transaction, after anything held back."""
+        self.flush()
+        with self.gate.critical():
+            entries = self.journal.append_many(
+                [(kind, dict(data), self.run_id, task) for kind, data, task in items])
+            for entry in entries:
+                self.observe(entry)
+        return entries
+
+    def hold(self, kind: str, data: dict[str, Any], task: str | None) -> int:
+        """Keep one entry back for the next flush; returns how many are held."""
+        self._pending.append((kind, data, self.run_id, task))
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Append the entries held back, in order, as one transaction."""
+        if self._pending:
+            with self.gate.critical():
+                entries = self.journal.append_many(self._pending)
+                self._pending.clear()
+                for entry in entries:
+                    self.observe(entry)
+
+    def checkpoint(self, keys: Any) -> str:
+        self.flush()
+        return self.journal.checkpoint(keys)
+
+
 class Coordinator:
     """Runs one plan against one journal. Use :func:`execute_run`."""
 
@@ -156,41 +219,79 @@ class Coordinator:
         self.executor_factory = executor_factory
         self.source = home
         self.gate = _InterruptGate()
-        self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        self.writer = JournalWriter(journal, plan.run_id, self.gate)
+        self.writer.listeners.append(self._track)
         self.results: dict[str, AttemptResult] = {}
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
         self._plan_config: dict[str, Any] = {}
         self.attestor = Attestor(journal, keys)
         self.tasks = {t.id: t for t in plan.tasks}
-        self._first_seq: dict[str, int] = {}  # attempt id -> seq of its attempt.started
-        # attempt id -> seqs of the attempt's entries this coordinator appended (what its
-        # attestation binds as the attempt's results; evaluators count no other)
+        # What the run's entries say, kept as they are appended (or read back on resume):
+        self._entries: dict[str, list[Entry]] = {}  # attempt id -> its entries, until attested
+        self._committed: dict[str, str] = {}  # attempt id -> task, for attempts with a commitment
+        self._finished: set[str] = set()
+        self._attested: set[str] = set()
+        self._started: set[str] = set()
+        self._completed: set[tuple[str, str, int]] = set()  # (task, agent, repeat)
+        self._judged: set[str] = set()  # attempts with this judge's verdict
+        # Attempts this coordinator started, and the seqs of their entries it appended itself
+        # (what an attestation binds as the attempt's results; evaluators count no other).
+        self._mine: set[str] = set()
         self._written: dict[str, set[int]] = {}
+        self._reading_back = False
         self.resolver: Callable[[str, int], Sequence[str]] | None = None  # None: the node's DNS
 
     # -- journal writes (the only ones a run makes)
 
     def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
-        self._flush()
-        with self.gate.critical():
-            entry = self.journal.append(kind, data, run=self.plan.run_id, task=task)
-        self._note_written((entry,))
-        return entry
+        return self.writer.append(kind, data, task=task)
 
     def _flush(self) -> None:
-        """Append the streamed entries held back while a burst was still arriving, in order."""
-        if self._pending:
-            with self.gate.critical():
-                written = self.journal.append_many(self._pending)
-                self._pending.clear()
-            self._note_written(written)
+        self.writer.flush()
 
-    def _note_written(self, entries: Sequence[Entry]) -> None:
-        for e in entries:
-            attempt = e.data.get("attempt")
-            if isinstance(attempt, str):
-                self._written.setdefault(attempt, set()).add(e.seq)
+    def _track(self, e: Entry) -> None:
+        """Keep what the coordinator needs to know about the run's entries (one pass, as they
+        are appended), so it never reads the journal back."""
+        attempt = e.data.get("attempt")
+        if not isinstance(attempt, str):
+            return
+        if not self._reading_back:
+            self._written.setdefault(attempt, set()).add(e.seq)
+        if attempt not in self._attested and e.kind != "attestation":
+            self._entries.setdefault(attempt, []).append(e)
+        kind = e.kind
+        if kind == "attempt.started":
+            self._started.add(attempt)
+        elif kind == "commitment" and e.task is not None:
+            self._committed[attempt] = e.task
+        elif kind == "attempt.finished":
+            self._finished.add(attempt)
+            parsed = parse_attempt_id(attempt)
+            if e.data.get("status") == "completed" and parsed is not None:
+                self._completed.add(parsed[1:4])
+        elif kind == "attestation":
+            self._attested.add(attempt)
+            self._entries.pop(attempt, None)
+        elif kind == "judge.verdict" and self._is_this_judge(e.data):
+            self._judged.add(attempt)
+
+    @staticmethod
+    def _is_this_judge(data: Mapping[str, Any]) -> bool:
+        from evaluators.judge import JUDGE_NAME, JUDGE_VERSION
+
+        return data.get("judge") == JUDGE_NAME and data.get("version") == JUDGE_VERSION
+
+    def read_back(self) -> None:
+        """A resumed run: fold and track the entries the run journaled before (read once, by
+        the resume planning), then let them go."""
+        self._reading_back = True
+        try:
+            for e in self.plan.prior:
+                self.writer.observe(e)
+        finally:
+            self._reading_back = False
+        self.plan.prior = []
 
     def attest(self, attempt_id: str, task_id: str) -> None:
         """Append the attempt's attestation (after its last entry); a failure is reported, and
@@ -198,11 +299,10 @@ class Coordinator:
         data: dict[str, Any] | None = None
         try:
             with self.gate.critical():
-                data = self.attestor.attest(self.plan.run_id, attempt_id, task_id,
-                                            self.tasks.get(task_id),
-                                            start=self._first_seq.get(attempt_id, 0),
-                                            written=self._written.get(attempt_id)
-                                            if attempt_id in self._first_seq else None)
+                entries = [e for e in self._entries.get(attempt_id, []) if e.task == task_id]
+                data = self.attestor.attest(
+                    self.plan.run_id, attempt_id, task_id, self.tasks.get(task_id), entries,
+                    written=self._written.get(attempt_id) if attempt_id in self._mine else None)
                 if data is not None:
                     self.append("attestation", data, task=task_id)
         except KeyboardInterrupt:
@@ -215,21 +315,8 @@ class Coordinator:
     def attest_missing(self) -> None:
         """Attest the attempts of this run that journaled a commitment and finished but have no
         attestation (the coordinator stopped in between)."""
-        committed: dict[str, str] = {}
-        finished: set[str] = set()
-        attested: set[str] = set()
-        for e in self.journal.entries(run=self.plan.run_id):
-            attempt = e.data.get("attempt")
-            if not isinstance(attempt, str):
-                continue
-            if e.kind == "commitment" and e.task is not None:
-                committed[attempt] = e.task
-            elif e.kind == "attempt.finished":
-                finished.add(attempt)
-            elif e.kind == "attestation":
-                attested.add(attempt)
-        for attempt, task_id in committed.items():
-            if attempt in finished and attempt not in attested:
+        for attempt, task_id in list(self._committed.items()):
+            if attempt in self._finished and attempt not in self._attested:
                 self.attest(attempt, task_id)
 
     def _attempt_plan(self, slot: Slot) -> AttemptPlan:
@@ -258,14 +345,14 @@ class Coordinator:
         # the task archive it will run are journaled before it is submitted.
         placed = executor.place(plan)
         try:
-            started = self.append("attempt.started", {
+            self.append("attempt.started", {
                 "attempt": plan.attempt_id, "agent": slot.agent.name,
                 "agent_spec": slot.agent.spec, "repeat": slot.repeat, "try": slot.try_no,
                 "tier": slot.task.tier,
                 "node": placed.get("node") or self.node,
                 "archive": placed.get("archive"),
             }, task=slot.task.id)
-            self._first_seq[plan.attempt_id] = started.seq
+            self._mine.add(plan.attempt_id)
         except BaseException:
             if not self._journaled(plan.attempt_id):
                 del self.in_flight[plan.attempt_id]
@@ -274,8 +361,7 @@ class Coordinator:
         executor.submit(plan)
 
     def _journaled(self, attempt_id: str) -> bool:
-        return any(e.data.get("attempt") == attempt_id for e in self.journal.entries(
-            run=self.plan.run_id, kind="attempt.started"))
+        return attempt_id in self._started
 
     def _handle(self, event: AttemptEvent, ready: int = 0) -> bool:
         """Append one streamed event; True when it finished its attempt.
@@ -289,8 +375,8 @@ class Coordinator:
         if event.kind == "phase":
             self.progress.phase(event.attempt_id, str(event.data.get("phase")))
             return False
-        self._pending.append((event.kind, event.data, self.plan.run_id, event.task_id))
-        if ready <= 0 or len(self._pending) >= MAX_PENDING or event.kind == "attempt.finished":
+        held = self.writer.hold(event.kind, event.data, event.task_id)
+        if ready <= 0 or held >= MAX_PENDING or event.kind == "attempt.finished":
             self._flush()
         result = self.results[event.attempt_id]
         result.absorb(event.kind, event.data)
@@ -337,7 +423,7 @@ class Coordinator:
                 executor.close()
             self.gate.uninstall()
             self.progress.stop()
-        note = self.journal.checkpoint(self.keys)
+        note = self.writer.checkpoint(self.keys)
         return RunSummary(p.run_id, status, p.resumed, list(self.results.values()), note,
                           self.journal.size, self.home.path, list(p.notes))
 
@@ -375,62 +461,39 @@ class Coordinator:
 
     def _finish(self, status: str) -> None:
         """Judge verdicts, run.finished, then the recorded view (which covers run.finished)."""
-        run_id = self.plan.run_id
         with contextlib.suppress(KeyboardInterrupt):
             self._flush()
         with contextlib.suppress(KeyboardInterrupt), self.gate.critical():
             self._judge()
             slots = {(t.id, a.name, r) for t in self.plan.tasks for a in self.plan.agents
                      for r in range(1, self.plan.repeat + 1)}
-            completed = self._completed_slots()
-            self.journal.append("run.finished", {
-                "status": status, "attempts": len(slots), "completed": len(completed & slots),
-            }, run=run_id)
+            self.append("run.finished", {
+                "status": status, "attempts": len(slots),
+                "completed": len(self._completed & slots),
+            })
             self._record_view()
 
-    def _completed_slots(self) -> set[tuple[str, str, int]]:
-        """(task, agent, repeat) of every slot of the run with a ``completed`` try."""
-        out: set[tuple[str, str, int]] = set()
-        for e in self.journal.entries(run=self.plan.run_id, kind="attempt.finished"):
-            parsed = parse_attempt_id(str(e.data.get("attempt", "")))
-            if e.data.get("status") == "completed" and parsed is not None:
-                out.add(parsed[1:4])
-        return out
-
     def _judge(self) -> None:
-        try:
-            from evaluators.judge import (
-                JUDGE_NAME,
-                JUDGE_VERSION,
-                attempt_facts_from_entries,
-                offline_verdict,
-            )
-        except ImportError:  # integration point: the judge is not installed in this build
-            return
-        run_id = self.plan.run_id
-        judged = {
-            str(e.data.get("attempt"))
-            for e in self.journal.entries(run=run_id, kind="judge.verdict")
-            if e.data.get("judge") == JUDGE_NAME and e.data.get("version") == JUDGE_VERSION
-        }
-        facts = attempt_facts_from_entries(self.journal.entries(run=run_id), run_id)
-        items = [
-            {"kind": "judge.verdict", "data": {"attempt": aid, **offline_verdict(facts[aid])},
-             "run": run_id, "task": facts[aid].get("task")}
-            for aid in sorted(facts)
-            if aid not in judged and facts[aid].get("status") == "completed"
-        ]
+        """The offline judge's verdict on every scored, completed attempt not judged yet, from
+        the run's fold (no read-back)."""
+        from evaluators.facts import facts_of
+        from evaluators.judge import offline_verdict
+
+        scored, _ = facts_of(self.writer.state)
+        facts = {f.attempt: f.as_dict() for f in scored}
+        items = [("judge.verdict", {"attempt": aid, **offline_verdict(facts[aid])},
+                  facts[aid].get("task"))
+                 for aid in sorted(facts)
+                 if aid not in self._judged and facts[aid].get("status") == "completed"]
         if items:
-            self.journal.append_many(items)
+            self.writer.append_many(items)
 
     def _record_view(self) -> None:
-        try:
-            from evaluators.views import recorded_view_data
-        except ImportError:  # integration point: the evaluators are not installed in this build
-            return
-        run_id = self.plan.run_id
-        data = recorded_view_data(self.journal.entries(run=run_id), run_id)
-        self.journal.append("view.recorded", data, run=run_id)
+        """``view.recorded``: the golden view of the run's fold (what ``ledger replay`` checks)."""
+        from evaluators.views import EVALUATOR_NAME, EVALUATOR_VERSION, view
+
+        self.append("view.recorded", {"evaluator": EVALUATOR_NAME, "version": EVALUATOR_VERSION,
+                                      "view": view(self.writer.state)})
 
 
 def _task_of(attempt_id: str) -> str | None:
@@ -474,6 +537,7 @@ def execute_run(
                                       executor_factory)
             coordinator.source = source
             coordinator.resolver = resolver
+            coordinator.read_back()
             for attempt_id in unreported:
                 coordinator.append("attempt.finished", {
                     "attempt": attempt_id, "status": "interrupted",

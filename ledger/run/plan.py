@@ -19,6 +19,7 @@ from typing import Any
 from evaluators.fold import parse_attempt_id
 from ledger.errors import NotFound, NothingToRun, TaskError, UsageError
 from ledger.home import LedgerHome
+from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.run.config import TRACE_MODES, LedgerConfig
 from ledger.tasks.model import Task
@@ -186,6 +187,7 @@ class RunPlan:
     trace: str
     resumed: bool = False
     notes: list[str] = field(default_factory=list)
+    prior: list[Entry] = field(default_factory=list)  # a resumed run's entries, read once
 
 
 def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerConfig,
@@ -276,7 +278,8 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
     tries: dict[tuple[str, str, int], int] = {}
     done: set[tuple[str, str, int]] = set()
     open_attempts: dict[str, None] = {}
-    for e in journal.entries(run=run_id):
+    prior = list(journal.entries(run=run_id))
+    for e in prior:
         if e.kind == "attempt.started":
             key = (str(e.task), str(e.data.get("agent")), int(e.data.get("repeat", 0)))
             tries[key] = max(tries.get(key, 0), int(e.data.get("try", 0)))
@@ -301,7 +304,7 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
         sandbox_status("bwrap")
     plan = RunPlan(run_id, tasks, infos, slots, rec_cfg, repeat,
                  req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
-                 req.trace or str(rec_cfg.get("trace", "auto")), resumed=True)
+                 req.trace or str(rec_cfg.get("trace", "auto")), resumed=True, prior=prior)
     return plan, list(open_attempts)
 
 

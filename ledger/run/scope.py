@@ -102,9 +102,10 @@ def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) ->
 class Attestor:
     """The attestation step of the coordinator (which stays the only journal writer).
 
-    ``attest(attempt, task)`` reads the attempt's entries back from the journal, scans them with
-    the commitment key and returns the data of its ``attestation`` entry (not appended here), or
-    None when the attempt journaled no commitment.
+    ``attest(run, attempt, task, task_obj, entries)`` scans the attempt's entries (handed over
+    by the coordinator, which kept them as it appended them) with the commitment key, signs a
+    checkpoint, and returns the data of its ``attestation`` entry (not appended here), or None
+    when the attempt journaled no commitment.
     """
 
     def __init__(self, journal: Journal, keys: Any) -> None:
@@ -132,11 +133,14 @@ class Attestor:
         return journaled
 
     def entries(self, run_id: str, attempt_id: str, task_id: str, start: int = 0) -> list[Entry]:
+        """The attempt's entries read back from the journal (the coordinator keeps them as it
+        appends them instead; this serves tools and tests)."""
         return [e for e in self.journal.entries(start=start, run=run_id, task=task_id)
                 if e.data.get("attempt") == attempt_id]
 
     def attest(self, run_id: str, attempt_id: str, task_id: str, task: Task | None,
-               start: int = 0, written: Collection[int] | None = None) -> dict[str, Any] | None:
+               entries: Sequence[Entry],
+               written: Collection[int] | None = None) -> dict[str, Any] | None:
         """The attestation data of one attempt; ``written``: the seqs of the attempt's entries
         this coordinator appended itself (the results the attestation binds), None when the
         coordinator restarted (then every result entry of the attempt is bound)."""
@@ -144,7 +148,6 @@ class Attestor:
         from attest.redact import Redactor
         from attest.scan import scan_attempt
 
-        entries = self.entries(run_id, attempt_id, task_id, start)
         commit = next((e for e in entries if e.kind == "commitment"), None)
         if commit is None:
             return None
