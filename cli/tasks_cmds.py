@@ -105,8 +105,10 @@ def show_cmd(
             ("owned files", ", ".join(t.owned_files) or "-"),
             ("expected files", ", ".join(t.expected_files_modified) or "-"),
             ("network allowlist", ", ".join(t.network_allowlist) or "(none)"),
-            ("regression", " ".join(t.regression_command)),
-            ("hidden tests", " ".join(t.hidden_test_command)),
+            ("regression", " ".join(t.regression_command) or "(none)"),
+            ("hidden tests", _hidden_text(t)),
+            ("solution", t.solution.kind + " (not shown)"),
+            ("needs", ", ".join(t.needs) or "-"),
             ("demo", f"{len(t.demo)} step(s)" if t.demo else "-"),
             ("hidden fields", f"{len(t.hidden_fields)} (not shown)" if t.hidden_fields else "-"),
         ]
@@ -117,6 +119,16 @@ def show_cmd(
         console.print("  prompt:")
         for line in t.prompt.splitlines():
             console.print(f"    {line}", highlight=False, markup=False)
+
+
+def _hidden_text(t: Task) -> str:
+    if t.graded_by_ids:  # the ids name hidden tests: counts only
+        return (f"{' '.join(t.test_command)} + {len(t.fail_to_pass)} FAIL_TO_PASS and "
+                f"{len(t.pass_to_pass)} PASS_TO_PASS test ids")
+    if t.grading is not None:
+        reward = f", reward from {t.grading.reward_file}" if t.grading.reward_file else ""
+        return f"grading command{reward}"
+    return " ".join(t.hidden_test_command)
 
 
 def _signal_text(sig: dict[str, Any]) -> str:
