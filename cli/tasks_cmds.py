@@ -215,10 +215,13 @@ def _progress_line(err: Console) -> Any:
 @click.option("--test-cmd", metavar="CMD", help="Test runner that takes test ids and prints pytest's -rA summary (default: python -m pytest -rA -p no:cacheprovider).")
 @click.option("--statement", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
               help="Issue text added to each task statement (besides the commit message).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              metavar="S", help="Time limit of one test run, in seconds.")
 @json_option
 @pass_ctx
 def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, max_tasks: int | None,
-             tier: str, out: Path | None, test_cmd: str | None, statement: Path | None, as_json: bool) -> None:
+             tier: str, out: Path | None, test_cmd: str | None, statement: Path | None, timeout_s: float,
+             as_json: bool) -> None:
     """Turn fix commits of a git repository into golden tasks (the parent is the starting repo,
     test changes the hidden tests, the rest the reference solution). Exit 1 if none was accepted."""
     from ledger.tasks.mine import MineOptions, mine, parse_test_command
@@ -226,7 +229,7 @@ def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, 
     opts = MineOptions(
         repo=repo, commits=commits, since=since, max_tasks=max_tasks, tier=_tier_name(tier),
         out=out or ctx.home.golden_dir,
-        statement=statement.read_text(encoding="utf-8") if statement else None,
+        statement=statement.read_text(encoding="utf-8") if statement else None, timeout_s=timeout_s,
         **({"test_command": parse_test_command(test_cmd)} if test_cmd else {}),
     )
     report = mine(opts, progress=_progress_line(_console(err=True)))
