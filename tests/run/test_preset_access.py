@@ -204,3 +204,58 @@ def test_a_virtualenv_program_may_read_its_virtualenv_only(tmp_path: Path) -> No
     got = agent_readable([str(prog), str(plain)], WS, T)  # type: ignore[arg-type]
     assert str(venv.resolve()) in got
     assert str(plain.parent.resolve()) in got and str((tmp_path / "opt").resolve()) not in got
+
+
+def test_mini_swe_agent_trajectory_gives_steps_tokens_cost_and_exit(tmp_path: Path) -> None:
+    """mini-swe-agent's trajectory file: bash calls and results, exact usage summed over answers,
+    the answering model, the reported cost and the exit status."""
+    from ledger.run.agents.parsers import MINI_TRAJECTORY, MiniSweAgentParser
+
+    def answer(cmd: str, tin: int, tout: int) -> dict:
+        return {"role": "assistant", "content": "thinking",
+                "tool_calls": [{"function": {"name": "bash",
+                                             "arguments": json.dumps({"command": cmd})}}],
+                "extra": {"response": {"model": "gpt-4o-mini-2024-07-18",
+                                       "usage": {"prompt_tokens": tin, "completion_tokens": tout}}}}
+
+    (tmp_path / MINI_TRAJECTORY).write_text(json.dumps({
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {"exit_status": "Submitted", "model_stats": {"instance_cost": 0.0042}},
+        "messages": [
+            {"role": "system", "content": "x"}, {"role": "user", "content": "task"},
+            answer("cat a.py", 100, 7), {"role": "tool", "content": "print(1)",
+                                         "extra": {"returncode": 0}},
+            answer("false", 120, 9), {"role": "tool", "content": "", "extra": {"returncode": 1}},
+        ]}))
+    parser = MiniSweAgentParser("openai/gpt-4o-mini", home=tmp_path)
+    assert parser.feed_line("╭─ rich text ─╮") == []
+    events = parser.flush()
+    assert [(k, d.get("tool"), d.get("is_error")) for k, d in events] == [
+        ("agent.output", None, None), ("tool.call", "bash", None), ("tool.result", "bash", False),
+        ("agent.output", None, None), ("tool.call", "bash", None), ("tool.result", "bash", True),
+        ("agent.output", None, None)]
+    assert events[-1][1]["text"] == "[exit_status Submitted]"
+    usage = parser.finish()
+    assert (usage.tokens_in, usage.tokens_out, usage.cost_usd, usage.model) == (
+        220, 16, 0.0042, "gpt-4o-mini-2024-07-18")
+    assert parser.flush() == []  # read once
+    missing = MiniSweAgentParser(None, home=tmp_path / "none")
+    assert missing.flush() == [] and missing.finish().tokens_in is None
+
+
+def test_qwen_uses_the_openai_auth_type_with_the_key_in_its_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """qwen: --auth-type openai --openai-base-url; the key only in OPENAI_API_KEY, not argv."""
+    bindir = fake_bin(tmp_path, "qwen", "mini")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:3")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    agent, inv = invocation(tmp_path, "qwen:gpt-4o-mini")
+    argv = list(inv.argv)
+    assert argv[argv.index("--openai-base-url") + 1] == "http://127.0.0.1:3/v1"
+    assert argv[argv.index("--auth-type") + 1] == "openai" and KEY not in " ".join(argv)
+    assert inv.env["OPENAI_API_KEY"] == KEY and "127.0.0.1:3" in agent.endpoints()
+    _mini, mini_inv = invocation(tmp_path / "m", "mini-swe-agent:openai/gpt-4o-mini")
+    margv = list(mini_inv.argv)
+    assert margv[margv.index("model.model_kwargs.api_base=http://127.0.0.1:3/v1") - 1] == "-c"
+    assert KEY not in " ".join(margv) and mini_inv.env["OPENAI_API_KEY"] == KEY

@@ -192,7 +192,13 @@ class CliAgent:
 
     def version(self) -> str | None:
         prog = self.resolved_program()
-        return program_version((prog, "--version")) if prog else None
+        if prog is None:
+            return None
+        if self.preset.installed_version is not None:
+            found = self.preset.installed_version(prog)
+            if found:
+                return found
+        return program_version((prog, "--version"))
 
     def endpoints(self) -> tuple[str, ...]:
         """The preset's model API endpoints for this model and environment, and the endpoint the

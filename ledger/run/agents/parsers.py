@@ -484,3 +484,76 @@ def aider_analytics_usage(path: Path, limit: int = 8 << 20) -> tuple[int, int, f
             if isinstance(total, int | float) and not isinstance(total, bool):
                 cost = float(total)
     return (tin, tout, cost) if seen else None
+
+
+MINI_TRAJECTORY = "mini-trajectory.json"  # in the private home (``mini -o``)
+
+
+class MiniSweAgentParser:
+    """mini-swe-agent prints rich text; what it did is in its trajectory file (format
+    ``mini-swe-agent-1.1``), read when it has exited: ``bash`` tool calls and their results, the
+    exit status, exact tokens (each answer's ``extra.response.usage``), the model that answered
+    (``extra.response.model``) and the cost it reported (``info.model_stats.instance_cost``)."""
+
+    def __init__(self, model: str | None = None, home: Path | None = None) -> None:
+        self.usage = Usage(model=model)
+        self.home = home
+        self.loaded = False
+
+    def feed_line(self, line: str) -> list[Event]:
+        return []
+
+    def flush(self) -> list[Event]:
+        if self.loaded or self.home is None:
+            return []
+        self.loaded = True
+        try:
+            data = json.loads((self.home / MINI_TRAJECTORY).read_bytes()[: 64 << 20])
+        except (OSError, ValueError):
+            return []
+        return self._read(data) if isinstance(data, dict) else []
+
+    def _read(self, data: dict[str, Any]) -> list[Event]:
+        events: list[Event] = []
+        tin = tout = 0
+        seen = False
+        for msg in data.get("messages") or []:
+            if not isinstance(msg, dict):
+                continue
+            role, extra = msg.get("role"), msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+            if role == "assistant":
+                if isinstance(msg.get("content"), str) and msg["content"].strip():
+                    events.append(_out(msg["content"]))
+                for call in msg.get("tool_calls") or []:
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(fn, dict):
+                        with contextlib.suppress(ValueError, TypeError):
+                            args = json.loads(fn.get("arguments") or "{}")
+                            events.append(("tool.call", {"tool": str(fn.get("name", "")),
+                                                         "input": args}))
+                response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+                usage = response.get("usage")
+                if isinstance(usage, dict):
+                    seen = True
+                    tin += _int(usage.get("prompt_tokens"))
+                    tout += _int(usage.get("completion_tokens"))
+                if isinstance(response.get("model"), str):
+                    self.usage.model = response["model"]
+            elif role == "tool":
+                code = extra.get("returncode")
+                events.append(("tool.result", {"tool": "bash", "output": _text_of(msg.get("content")),
+                                               "is_error": isinstance(code, int) and code != 0}))
+        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        if info.get("exit_status"):
+            events.append(_out(f"[exit_status {info['exit_status']}]"))
+        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        cost = stats.get("instance_cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+            self.usage.cost_usd = float(cost)
+        if seen:
+            self.usage.tokens_in, self.usage.tokens_out = tin, tout
+        return events
+
+    def finish(self) -> Usage:
+        self.flush()
+        return self.usage

@@ -31,11 +31,13 @@ from typing import Any
 
 from ledger.errors import UsageError
 from ledger.run.agents.parsers import (
+    MINI_TRAJECTORY,
     AiderParser,
     ClaudeParser,
     CodexParser,
     CursorParser,
     GeminiParser,
+    MiniSweAgentParser,
 )
 from ledger.run.contracts import AttemptContext, OutputParser
 
@@ -73,6 +75,7 @@ class Preset:
     key_vars: tuple[str, ...] = ()  # the vendor's usual API key variables (carried over)
     api_style: str = "openai"  # how a base URL is completed: openai (/v1), anthropic, gemini
     tested: bool = True  # proven against the real CLI by tests/agents/conformance
+    installed_version: Callable[[str], str | None] | None = None  # without running the program
 
     def access(self, env: Mapping[str, str], base_url: str | None = None,
                api_key_env: str | None = None) -> ModelAccess:
@@ -416,6 +419,73 @@ def build_aider(prog: str, ctx: AttemptContext, model: str | None,
     return argv, env
 
 
+def qwen_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Qwen Code's OpenAI-compatible providers: DashScope (its own models) and the OpenAI API;
+    ``OPENAI_BASE_URL``."""
+    return _with_base_urls(("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com",
+                            "api.openai.com"), env, ("OPENAI_BASE_URL",))
+
+
+def build_qwen(prog: str, ctx: AttemptContext, model: str | None,
+               access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """Qwen Code 0.24 (a Gemini CLI fork whose stream-json has Claude Code's shape): yolo, the
+    OpenAI auth type with ``--openai-base-url``; the key stays in ``OPENAI_API_KEY``."""
+    home = Path(ctx.home)
+    qwen_dir = home / ".qwen"
+    qwen_dir.mkdir(parents=True, exist_ok=True)
+    settings = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+                "general": {"enableAutoUpdate": False, "disableAutoUpdate": True}}
+    (qwen_dir / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    argv = [prog, "--output-format", "stream-json", "--approval-mode", "yolo"]
+    if access.base_url or access.api_key:
+        argv += ["--auth-type", "openai"]
+    if access.base_url:
+        argv += ["--openai-base-url", access.base_url]
+    if model:
+        argv += ["-m", model]
+    argv.append(prompt_arg(ctx.prompt))
+    env = {"HOME": str(home), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1", "NO_COLOR": "1"}
+    if access.api_key:
+        env["OPENAI_API_KEY"] = access.api_key
+    return argv, env
+
+
+def venv_dist_version(program: str, dist: str) -> str | None:
+    """``DIST VERSION`` from the metadata of the virtualenv a program lives in (``mini --version``
+    imports litellm first: often slower than the version timeout)."""
+    import glob
+
+    venv = Path(os.path.realpath(program)).parent.parent
+    pattern = str(venv / "lib" / "python*" / "site-packages" / f"{dist.replace('-', '_')}-*.dist-info")
+    for folder in sorted(glob.glob(pattern)):
+        with contextlib.suppress(OSError):
+            for line in (Path(folder) / "METADATA").read_text(encoding="utf-8").splitlines():
+                if line.startswith("Version:"):
+                    return f"{dist} {line.split(':', 1)[1].strip()}"
+    return None
+
+
+def build_mini(prog: str, ctx: AttemptContext, model: str | None,
+               access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """mini-swe-agent 2.x: yolo mode, its stock ``mini.yaml``, no confirmation at exit, the
+    trajectory (what the parser reads) written into the private home. The key goes to litellm
+    through ``OPENAI_API_KEY``, never on the command line."""
+    home = Path(ctx.home)
+    home.mkdir(parents=True, exist_ok=True)
+    argv = [prog, "-y", "-c", "mini.yaml", "-c", "agent.confirm_exit=false",
+            "-o", str(home / MINI_TRAJECTORY)]
+    if access.base_url:
+        argv += ["-c", f"model.model_kwargs.api_base={access.base_url}"]
+    if model:
+        argv += ["-m", model]
+    argv += ["-t", prompt_arg(ctx.prompt)]
+    env = {"HOME": str(home), "MSWEA_CONFIGURED": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "NO_COLOR": "1"}
+    if access.api_key:
+        env["OPENAI_API_KEY"] = access.api_key
+    return argv, env
+
+
 PRESETS: dict[str, Preset] = {
     "claude": Preset("claude", ("claude",), ("claude",), build_claude, ClaudeParser,
                      "Claude Code, -p with stream-json transcript; cost reported",
@@ -436,5 +506,16 @@ PRESETS: dict[str, Preset] = {
                     "Aider, --message-file; exact tokens from its analytics log, cost reported",
                     aider_endpoints, ("OPENAI_API_BASE", "OPENAI_BASE_URL"), ("OPENAI_API_KEY",),
                     "openai"),
+    "qwen": Preset("qwen", ("qwen",), ("qwen",), build_qwen, ClaudeParser,
+                   "Qwen Code, stream-json (Claude Code's shape); exact tokens, priced",
+                   qwen_endpoints, ("OPENAI_BASE_URL",), ("OPENAI_API_KEY",), "openai"),
+    "mini-swe-agent": Preset("mini-swe-agent", ("mini", "mini-swe-agent"), ("mini-swe-agent",),
+                             build_mini,
+                             MiniSweAgentParser,
+                             "mini-swe-agent, mini -y; trajectory file: tool calls, exact "
+                             "tokens, cost reported, exit status",
+                             aider_endpoints, ("OPENAI_API_BASE", "OPENAI_BASE_URL"),
+                             ("OPENAI_API_KEY",), "openai",
+                             installed_version=lambda p: venv_dist_version(p, "mini-swe-agent")),
 }
-PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider")
+PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider", "qwen", "mini-swe-agent")

@@ -48,16 +48,17 @@ class Cli:
     shell: Callable[[str], Turn] | None  # the CLI's shell tool; None: it has none the model drives
     honest_usage: tuple[tuple[int, int], ...] = USAGE
     story: Callable[[], list[Turn]] | None = None  # a whole honest script of its own
+    finish: Callable[[], Turn] = lambda: say("Implemented clamp.")  # the last turn
 
     def honest(self) -> list[Turn]:
-        turns = self.story() if self.story else [self.read(), self.edit(), say("Implemented clamp.")]
+        turns = self.story() if self.story else [self.read(), self.edit(), self.finish()]
         return [_with_usage(t, u) for t, u in zip(turns, self.honest_usage, strict=True)]
 
     def cheat(self, solution: str) -> list[Turn]:
         if self.shell is None:
             raise ValueError(f"{self.name} has no shell tool")
         turns = [self.shell(f"cat {shlex.quote(solution)}"), self.read(), self.edit(),
-                 say("Implemented clamp.")]
+                 self.finish()]
         return [_with_usage(t, u) for t, u in zip(turns, CHEAT_USAGE, strict=True)]
 
 
@@ -73,6 +74,10 @@ def _claude_shell(cmd: str) -> Turn:
 
 def _gemini_shell(cmd: str) -> Turn:
     return tool_call("run_shell_command", {"command": cmd, "description": "look at a file"})
+
+
+def _mini_shell(cmd: str) -> Turn:
+    return tool_call("bash", {"command": cmd})
 
 
 def _codex_shell(cmd: str) -> Turn:
@@ -106,6 +111,19 @@ CLIS: dict[str, Cli] = {
                                            "instruction": "implement clamp",
                                            "old_string": OLD, "new_string": NEW}),
         shell=_gemini_shell),
+    "qwen": Cli(
+        "qwen", "qwen", "gpt-4o-mini", "priced",
+        read=lambda: tool_call("read_file", {"file_path": "{worktree}/" + FILE}),
+        edit=lambda: tool_call("edit", {"file_path": "{worktree}/" + FILE, "old_string": OLD,
+                                        "new_string": NEW}),
+        shell=_gemini_shell),
+    # mini-swe-agent: one bash tool; it ends when a command prints the submit marker first.
+    "mini-swe-agent": Cli(
+        "mini-swe-agent", "mini", "openai/gpt-4o-mini", "reported",
+        read=lambda: _mini_shell(f"cat {FILE}"),
+        edit=lambda: _mini_shell(EDIT_CMD),
+        shell=lambda cmd: _mini_shell(cmd),
+        finish=lambda: _mini_shell("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")),
     # aider has no tool calls: the file is added to the chat from the answer's file listing, the
     # "edit" is the whole file in its edit format for this model; it runs no shell command a
     # model asks for in --message mode (answered "no"), so it has no cheat script.

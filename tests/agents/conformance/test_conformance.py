@@ -167,6 +167,8 @@ VENDOR_ENV = {
     "codex": {"OPENAI_BASE_URL": "{origin}/v1", "OPENAI_API_KEY": KEY},
     "gemini": {"GOOGLE_GEMINI_BASE_URL": "{origin}", "GEMINI_API_KEY": KEY},
     "aider": {"OPENAI_API_BASE": "{origin}/v1", "OPENAI_API_KEY": KEY},
+    "mini-swe-agent": {"OPENAI_API_BASE": "{origin}/v1", "OPENAI_API_KEY": KEY},
+    "qwen": {"OPENAI_BASE_URL": "{origin}/v1", "OPENAI_API_KEY": KEY},
 }
 
 
