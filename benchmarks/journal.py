@@ -78,12 +78,13 @@ class Sizes:
     proof_n: int
     proof_samples: int
     rounds: int
+    audit_attempts: int = 1000
 
 
 FULL = Sizes(batched=100_000, single=2_000, verify_n=200_000, proof_n=1_000_000,
              proof_samples=200, rounds=5)
 QUICK = Sizes(batched=5_000, single=200, verify_n=5_000, proof_n=20_000, proof_samples=50,
-              rounds=1)
+              rounds=1, audit_attempts=50)
 
 
 def log(msg: str) -> None:
@@ -498,11 +499,24 @@ def benchmark(sizes: Sizes, synchronous: str, tmp: Path, *, quick: bool) -> dict
         "verify": verify,
         "proofs": proofs,
         "disk": disk,
+        "verify_audit": verify_audit(sizes, tmp),
     }
     result["targets_met"] = {k: result[k]["ok"] for k in
                              ("append_batched", "append_single", "eventsourcing", "verify",
-                              "proofs", "disk")}
+                              "proofs", "disk", "verify_audit")}
     return result
+
+
+def verify_audit(sizes: Sizes, tmp: Path) -> dict[str, Any]:
+    """Plain ``ledger verify`` (attestations and views too) vs the journal-only verify of the same
+    journal of smoke-sized attempts, each a whole process (benchmarks/verify_audit.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import verify_audit as va
+
+    folder = tmp / "verify-audit"
+    folder.mkdir()
+    log(f"verify audit: {sizes.audit_attempts} smoke-sized attempts with attestations")
+    return va.measure(sizes.audit_attempts, max(sizes.rounds, 3), folder)
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -533,6 +547,9 @@ def summary(r: dict[str, Any]) -> str:
         f"{p['inclusion_ms']['median']} ms p95 {p['inclusion_ms']['p95']} ms; consistency median "
         f"{p['consistency_ms']['median']} ms p95 {p['consistency_ms']['p95']} ms (target < "
         f"{p['target_median_ms']} ms)",
+        f"{mark(r['verify_audit']['ok'])} plain verify of {r['verify_audit']['attempts']:,} attempts "
+        f"(attestations, views): {r['verify_audit']['ratio']}x the journal-only verify "
+        f"(CPU; wall {r['verify_audit']['wall_ratio']}x; target <= {r['verify_audit']['target_ratio']}x)",
         f"{mark(d['ok'])} disk: {d['overhead_per_entry']} bytes/entry beyond the entry bytes "
         f"(one per tx: {d['overhead_one_entry_per_transaction']}; raw table: "
         f"{d['raw_baseline_overhead_per_entry']}; target <= {d['target_bytes_per_entry']})",

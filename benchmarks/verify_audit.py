@@ -130,7 +130,7 @@ def measure(attempts: int, rounds: int, tmp: Path) -> dict[str, Any]:
     build_s = time.perf_counter() - t0
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "config")}
     base_cmd = [sys.executable, "-c", BASELINE, str(home)]
-    plain_cmd = [sys.executable, "-c", "from cli.main import main; main()", "--ledger", str(home), "verify"]
+    plain_cmd = [sys.executable, "-c", "from cli.main import main; main()", "--ledger", str(home), "verify", "--no-remember"]
     base, plain = [], []
     for _ in range(rounds):  # interleaved, so both see the same machine load
         base.append(_time(base_cmd, env))

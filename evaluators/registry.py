@@ -13,7 +13,7 @@ Pure: entries in, values out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evaluators import fold as golden_fold
@@ -86,7 +86,8 @@ class Leaderboard:
         return lb.leaderboard_view(state)
 
     def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
-        seen = list(trusted(list(entries), run_id).entries)  # evaluators/structure.py
+        placed = trusted(list(entries), run_id)  # evaluators/structure.py
+        seen = list(placed.entries)
         out = lb.replay_leaderboard(seen, run_id)
         replayed = tuple(
             views.ReplayedView(int(v["seq"]), self.name, str(v.get("version")), True,
@@ -99,7 +100,7 @@ class Leaderboard:
         return views.ReplayResult(run_id=run_id, status=status, reproduced=bool(out["reproduced"]),
                                   views=replayed, entries=len(mine), unknown={}, malformed={},
                                   message=str(out["message"]), evaluator=self.name,
-                                  evaluator_version=self.version)
+                                  evaluator_version=self.version, injected=placed.findings)
 
 
 REGISTRY: tuple[Evaluator, ...] = (Golden(), Leaderboard())
@@ -117,13 +118,12 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     and which is reproduced only when every one of them is.
     """
     seen = [e for e in entries if e.run == run_id]
-    placed = trusted(seen, run_id)  # what the run's structure places; the rest is injected
-    recorded = {str(e.data.get("evaluator")) for e in placed.entries if e.kind == "view.recorded"}
+    recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
     results = [ev.replay(seen, run_id) for ev in REGISTRY if ev.name in recorded]
     if not results:
-        return replace(REGISTRY[0].replay(seen, run_id), injected=placed.findings)
+        return REGISTRY[0].replay(seen, run_id)
     if len(results) == 1:
-        return replace(results[0], injected=placed.findings)
+        return results[0]
     first = results[0]
     known = {ev.name for ev in REGISTRY}
     merged = tuple(v for r in results for v in r.views if v.evaluator == r.evaluator)
@@ -135,7 +135,7 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
         message="; ".join(r.message for r in results),
         evaluator="+".join(r.evaluator for r in results),
         evaluator_version="+".join(r.evaluator_version for r in results),
-        injected=placed.findings)
+        injected=first.injected)
 
 
 __all__ = ["GOLDEN_KINDS", "REGISTRY", "Evaluator", "Golden", "Leaderboard", "by_name",
