@@ -36,8 +36,17 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
                                   "root": vb.root.hex(), "entries": len(vb.entries)}
         if remember:
             report["remembered"] = _remember_bundle(vb, verifier, lines)
+        report["bundle_kind"] = vb.kind
+        if vb.kind == "run":
+            lines.append(f"bundle: the whole run {vb.run} (run.started .. run.finished and its view)")
+        elif vb.kind == "selection":
+            lines.append(f"bundle: a selection of entries {vb.first_seq}..{vb.last_seq}, not a whole run "
+                         "or log: it proves these entries are in the log, nothing about what is left out")
         if target is None:
-            report["summary"] = f"bundle verified ({len(vb.entries)} entries, tree size {vb.tree_size})"
+            what = {"run": f"run {vb.run}", "log": "the whole log",
+                    "selection": f"selected entries {vb.first_seq}..{vb.last_seq}"}[vb.kind]
+            report["summary"] = (f"bundle verified: {what} ({len(vb.entries)} entries, "
+                                 f"tree size {vb.tree_size})")
         else:
             report.update(_bundle_target(vb, target, verifier, lines))
         report["lines"] = lines

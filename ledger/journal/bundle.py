@@ -9,6 +9,9 @@ A bundle is one JSON document (see docs/FORMAT.md, "Bundle")::
 
 ``entries`` is the contiguous range a..b (a whole run, or the whole log), each with an RFC 6962
 inclusion proof against the signed checkpoint. Verification needs no journal and no secret.
+A run bundle must hold the whole run (``run.started`` first, a final ``run.finished`` and its
+recorded view): a cut one fails ``bundle-incomplete``. A bundle with ``run: null`` that does not
+cover the whole tree is verified as a *selection* of entries, and says so.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +44,15 @@ def export_bundle(journal: Journal, keys: Any, *, run: str | None = None) -> dic
     if run is None:
         first, last = 0, size - 1
     else:
-        seqs = [e.seq for e in journal.entries(run=run)]
-        if not seqs:
+        mine = list(journal.entries(run=run))
+        if not mine:
             raise UsageError(f"run {run} has no entries")
-        first, last = seqs[0], seqs[-1]
+        try:
+            check_run_complete(mine, run)
+        except VerificationError as exc:
+            raise UsageError(f"cannot export run {run} as a run bundle: {exc}; export the whole log "
+                             "instead (`ledger export -o FILE`)") from exc
+        first, last = mine[0].seq, mine[-1].seq
     entries = []
     for e in journal.entries(start=first, stop=last + 1):
         proof = journal.inclusion_proof(e.seq, size)
@@ -69,6 +77,22 @@ def load_bundle_bytes(raw: bytes) -> dict[str, Any]:
     return obj
 
 
+def check_run_complete(entries: Sequence[Entry], run: str) -> None:
+    """A run bundle holds the whole run: its ``run.started`` first, a final ``run.finished`` (not
+    reopened by a later ``run.resumed``) and its recorded view(s); else ``bundle-incomplete``."""
+    mine = [e for e in entries if e.run == run]
+    if not mine or mine[0].kind != "run.started":
+        raise VerificationError("bundle-incomplete", f"the bundle does not start with run {run}'s "
+                                "run.started", seq=mine[0].seq if mine else None)
+    lifecycle = [e for e in mine if e.kind in ("run.finished", "run.resumed")]
+    if not lifecycle or lifecycle[-1].kind != "run.finished":
+        raise VerificationError("bundle-incomplete", f"run {run} has no final run.finished in the "
+                                "bundle (cut short, or the run is unfinished)", seq=mine[-1].seq)
+    if not any(e.kind == "view.recorded" for e in mine):
+        raise VerificationError("bundle-incomplete", f"run {run}'s recorded view is not in the bundle",
+                                seq=mine[-1].seq)
+
+
 @dataclass(frozen=True)
 class VerifiedBundle:
     tree_size: int
@@ -78,6 +102,16 @@ class VerifiedBundle:
     last_seq: int
     entries: tuple[Entry, ...]
     checkpoint_note: str
+
+    @property
+    def kind(self) -> str:
+        """``run`` (a whole run, checked complete), ``log`` (every entry of the tree) or
+        ``selection`` (a contiguous range that claims nothing about runs)."""
+        if self.run is not None:
+            return "run"
+        if self.first_seq == 0 and self.last_seq == self.tree_size - 1:
+            return "log"
+        return "selection"
 
     def find(self, leaf_hex: str) -> Entry | None:
         for e in self.entries:
@@ -158,4 +192,5 @@ def verify_bundle(obj: dict[str, Any], verifier: Verifier) -> VerifiedBundle:
         if not mine or mine[0].seq != first or mine[-1].seq != last:
             raise VerificationError("bundle-range", f"the range does not start and end with entries of run {run}",
                                     seq=first)
+        check_run_complete(out, run)
     return VerifiedBundle(tree_size, root, run, first, last, tuple(out), note)

@@ -6,6 +6,7 @@ library's harness writer (what ``ledger append`` refuses) or edit the database d
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from click.testing import CliRunner, Result
 
 from cli.main import cli
 from evaluators.views import recorded_view_data
+from ledger.journal.codec import decode_entry
 from ledger.journal.journal import Journal
 from tests.run.minitasks import make_ledger
 
@@ -158,3 +160,40 @@ def test_forged_attestation_in_place_fails_the_audit(run: Run) -> None:
     entries[pos] = encode_entry(seq=e.seq, ts=e.ts, kind=e.kind, data=forged, run=e.run, task=e.task)
     report = audit_runs(entries, public_key=load_verifier(run.home / "keys"), root_at=roots.get)
     assert [(f.check, f.seq) for f in report.findings][:1] == [("attestation-signature", e.seq)]
+
+
+def _bundle(run: Run, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    out = tmp_path / "run.bundle"
+    assert ledger(run.home, "export", run.run_id, "-o", str(out)).exit_code == 0
+    vkey = ledger(run.home, "keys", "show", "--public").stdout.strip()
+    return json.loads(out.read_text()), vkey
+
+
+def _verify_bundle(tmp_path: Path, bundle: dict[str, Any], vkey: str, *extra: str) -> Result:
+    path = tmp_path / "cut.bundle"
+    path.write_text(json.dumps(bundle))
+    return ledger(tmp_path / "auditor", "verify", "--bundle", str(path), "--vkey", vkey, *extra)
+
+
+def test_truncated_run_bundle_is_incomplete(run: Run, tmp_path: Path) -> None:
+    """A run bundle cut just before the DIRTY attestation fails bundle-incomplete (exit 1)."""
+    bundle, vkey = _bundle(run, tmp_path)
+    res = _verify_bundle(tmp_path, bundle, vkey)
+    assert res.exit_code == 0 and f"the whole run {run.run_id}" in res.stdout, res.output
+    decoded = [decode_entry(base64.b64decode(e["bytes"])) for e in bundle["entries"]]
+    dirty = next(e for e in decoded if e.kind == "attestation"
+                 and e.data["attestation"]["verdict"] == "DIRTY")
+    cut = dict(bundle, entries=[e for e in bundle["entries"] if e["seq"] < dirty.seq],
+               last_seq=dirty.seq - 1)
+    res = _verify_bundle(tmp_path, cut, vkey)
+    assert res.exit_code == 1 and "bundle-incomplete" in res.stderr, res.output
+
+
+def test_relabelled_cut_bundle_says_it_is_a_selection(run: Run, tmp_path: Path) -> None:
+    """The same cut relabelled run=null verifies only as a selection of entries, and says so."""
+    bundle, vkey = _bundle(run, tmp_path)
+    cut = dict(bundle, entries=bundle["entries"][:-3], last_seq=bundle["last_seq"] - 3, run=None)
+    res = _verify_bundle(tmp_path, cut, vkey, "--json")
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    assert body["bundle_kind"] == "selection" and "selected entries" in body["summary"]
