@@ -739,7 +739,8 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )
     for kind, data in output_events(outcome):
-        out.entry(kind, data)
+        if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
+            out.entry(kind, data)
     cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
                                  pricing=plan.config.get("pricing"))
     out.entry("agent.finished", {

@@ -59,6 +59,9 @@ class Invocation:
     env: Mapping[str, str]
     parser_factory: Callable[[], OutputParser] | None = None
     secrets: tuple[str, ...] = ()  # strings to redact from argv/env/output before journaling
+    # stdout is wholly the transcript the parser turns into entries (the HTTP agent): its raw
+    # head is then not journaled a second time as an ``agent.output`` entry
+    stdout_is_transcript: bool = False
 
 
 class Agent(Protocol):

@@ -115,6 +115,8 @@ def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
         assert hashlib.sha256(raw).hexdigest() == req["body_sha256"]
         assert raw == seen[i].body
     assert seen[0].headers["authorization"] == f"Bearer {KEY}"
+    # stdout is the transcript: journaled as the entries above, not again as raw output
+    assert not [e for e in entries if e.kind == "agent.output" and e.data["stream"] == "stdout"]
     results = [e.data for e in entries if e.kind == "tool.result"]
     assert "key=\n" in results[2]["output"]  # commands never see the key
 

@@ -135,7 +135,7 @@ class HttpAgent:
             secrets.add(key)  # whatever its variable is called
         return Invocation(argv=tuple(argv), env=env,
                           parser_factory=lambda: HttpParser(self.model),
-                          secrets=tuple(sorted(secrets)))
+                          secrets=tuple(sorted(secrets)), stdout_is_transcript=True)
 
 
 def parse_http_spec(spec: str) -> HttpAgent:
