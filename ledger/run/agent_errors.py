@@ -44,10 +44,11 @@ _AUTH = re.compile(
     r"|not able to authenticate|invalid authentication|missing (an )?api key|no api key",
     re.IGNORECASE)
 _UNREACHABLE = re.compile(
-    r"ECONNREFUSED|connection refused|connection error|failed to connect|error sending request"
-    r"|could not connect|couldn't connect|unable to connect|name or service not known|ENOTFOUND"
-    r"|EAI_AGAIN|getaddrinfo|network is unreachable|ECONNRESET|connection reset|reconnecting",
+    r"connection refused|connection error|failed to connect|error sending request"
+    r"|could not connect|couldn't connect|unable to connect|name or service not known"
+    r"|getaddrinfo|network is unreachable|connection reset|reconnecting",
     re.IGNORECASE)
+_ERRNO = re.compile(r"\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ENETUNREACH|EHOSTUNREACH)\b")
 _PROGRESS_KINDS = frozenset({"tool.call", "tool.result"})
 
 
@@ -55,7 +56,7 @@ def line_sign(text: str) -> str | None:
     """``auth_rejected`` / ``unreachable`` when a line of output looks like one, else None."""
     if _AUTH.search(text):
         return "auth_rejected"
-    if _UNREACHABLE.search(text):
+    if _UNREACHABLE.search(text) or _ERRNO.search(text):
         return "unreachable"
     return None
 

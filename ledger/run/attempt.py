@@ -476,7 +476,7 @@ def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
     env = sandbox_env(invocation.env, home=ws.home, scratch=ws.scratch)
     policy = agent_policy(
         worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
-        path_env=env.get("PATH", os.defpath), harness_code=builtin is not None,
+        path_env=env.get("PATH", os.defpath), harness_code=builtin is not None or getattr(agent, "kind", None) == "http",
         hidden=hidden, extra_readable=extra, copied_config=copied)
     return policy, dataclasses.replace(invocation, env=env)
 

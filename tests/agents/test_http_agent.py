@@ -80,7 +80,7 @@ def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
                      f'base_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\n')
     trace = "strace" if STRACE_OK else "none"
     result = ledger(home, "run", "--task", "add-clamp", "--agent", "local", "--trace", trace,
-                    "--json")
+                    "--sandbox", "none", "--json")
     assert result.exit_code == 0, result.output
     attempt = json.loads(result.stdout)["attempts"][0]
     assert attempt["outcome"] == "passed" and attempt["hidden_passed"] is True
@@ -147,7 +147,7 @@ def test_reading_the_solution_through_bash_is_dirty(tmp_path: Path, scripted_mod
     server = scripted_model([tool_call("bash", {"command": f"cat {solution}"}), *honest])
     home = tmp_path / ".ledger"
     result = ledger(home, "run", "--task", "add-clamp", "--agent", f"http:m@{server.base_url}",
-                    "--trace", "none", "--json")
+                    "--trace", "none", "--sandbox", "none", "--json")
     assert result.exit_code == 0, result.output
     attempt = json.loads(result.stdout)["attempts"][0]
     assert attempt["hidden_passed"] is True
@@ -174,12 +174,37 @@ def test_server_down_records_agent_error_and_exits_3(tmp_path: Path, scripted_mo
     assert finished["timed_out"] is False and finished["wall_s"] < 30
 
 
+def test_http_agent_runs_inside_the_sandbox(tmp_path: Path, scripted_model: Any) -> None:
+    """Under bubblewrap the agent's program starts (the harness package is shown to it) and its
+    requests are journaled; without a route to the model it records unreachable, never a crash."""
+    from ledger.sandbox import sandbox_status
+
+    status = sandbox_status("bwrap")
+    if status.mode != "bwrap":
+        pytest.skip(f"no working bubblewrap here: {status.reason}")
+    server = scripted_model(solve_script())
+    home = tmp_path / ".ledger"
+    write_toml(home, f'[agents.boxed]\nkind = "http"\nmodel = "m"\nbase_url = "{server.base_url}"\n'
+                     'retries = 1\n')
+    result = ledger(home, "run", "--task", "add-clamp", "--agent", "boxed", "--trace", "none",
+                    "--sandbox", "bwrap", "--json")
+    entries = journal_entries(home)
+    assert any(e.kind == "model.request" for e in entries), result.output
+    started = next(e.data for e in entries if e.kind == "agent.started")
+    assert started["isolation"] == "sandbox"
+    finished = next(e.data for e in entries if e.kind == "agent.finished")
+    if finished["model_calls"]:
+        assert result.exit_code == 0 and finished["agent_error"] is None
+    else:  # the sandbox gave it no route to 127.0.0.1 outside
+        assert result.exit_code == 3 and finished["agent_error"]["kind"] == "unreachable"
+
+
 def test_agent_that_worked_once_does_not_exit_3(tmp_path: Path, scripted_model: Any) -> None:
     """One repeat reached the model, one did not: the agent did work, so the run exits 0."""
     server = scripted_model([tool_call("submit", {}), fail(401, "bad key")])
     home = tmp_path / ".ledger"
     result = ledger(home, "run", "--task", "add-clamp", "--agent", f"http:m@{server.base_url}",
-                    "--repeat", "2", "--trace", "none", "--json")
+                    "--repeat", "2", "--trace", "none", "--sandbox", "none", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert sorted(str(a["outcome"]) for a in summary["attempts"]) == ["agent_error", "failed"]

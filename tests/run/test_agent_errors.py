@@ -71,6 +71,8 @@ def test_line_signs() -> None:
     assert line_sign("APIError: 401 Unauthorized") == "auth_rejected"
     assert line_sign("HTTP 403 Forbidden: invalid api key") == "auth_rejected"
     assert line_sign("ran 12 tests, 0 failures") is None
+    assert line_sign("ModuleNotFoundError: No module named 'ledger'") is None  # not ENOTFOUND
+    assert line_sign("Error: getaddrinfo ENOTFOUND api.example") == "unreachable"
 
 
 def test_watch_ignores_failures_after_progress() -> None:
