@@ -22,7 +22,11 @@ HMAC. Without the prefilter (a commitment read back from the journal) every wind
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from attest import digests as dg
 from attest.commitment import Commitment
@@ -46,10 +50,72 @@ class _Run:
         self.extended = False
 
 
-class Redactor:
-    """Match and redact texts against one commitment (needs the commitment key)."""
+SECRET_MARKER = "[redacted:key]"
+_SECRET_PREFIX = 8  # characters of a form kept in the clear to find candidates (32 bits of hex)
 
-    def __init__(self, commitment: Commitment, key: bytes) -> None:
+
+@dataclass(frozen=True)
+class SecretPattern:
+    """One textual form of a harness secret, findable without holding it: a short prefix, the
+    form's length and its SHA-256 (so a worker can redact a key it is never given)."""
+
+    prefix: str
+    length: int
+    digest: str
+
+    def as_data(self) -> list[Any]:
+        return [self.prefix, self.length, self.digest]
+
+    @classmethod
+    def from_data(cls, data: Any) -> SecretPattern:
+        prefix, length, digest = data
+        return cls(str(prefix), int(length), str(digest))
+
+
+def _b64_forms(raw: bytes) -> set[str]:
+    std = base64.b64encode(raw).decode("ascii")
+    url = base64.urlsafe_b64encode(raw).decode("ascii")
+    return {std, std.rstrip("="), url, url.rstrip("=")}
+
+
+def secret_patterns(secrets: Iterable[bytes], texts: Iterable[str] = ()) -> tuple[SecretPattern, ...]:
+    """Patterns for every textual form of each secret: raw (as latin-1 and as UTF-8 with
+    replacement, the way captured output is decoded), hex (lower and upper case), base64 and
+    base64url (padded or not), and the given texts (e.g. a key file's line) as they are."""
+    forms: set[str] = set(texts)
+    for raw in secrets:
+        forms |= {raw.decode("latin-1"), raw.decode("utf-8", "replace"), raw.hex(), raw.hex().upper()}
+        forms |= _b64_forms(raw)
+    out = []
+    for form in sorted(forms, key=lambda f: (-len(f), f)):
+        if len(form) >= 2 * _SECRET_PREFIX:
+            out.append(SecretPattern(form[:_SECRET_PREFIX], len(form),
+                                     hashlib.sha256(form.encode("utf-8", "surrogatepass")).hexdigest()))
+    return tuple(out)
+
+
+def scrub_secrets(text: str, patterns: Sequence[SecretPattern]) -> str:
+    """``text`` with every occurrence of a secret's form replaced by ``[redacted:key]``."""
+    for p in patterns:
+        start = text.find(p.prefix)
+        while start >= 0:
+            cand = text[start:start + p.length]
+            if len(cand) == p.length and hashlib.sha256(
+                    cand.encode("utf-8", "surrogatepass")).hexdigest() == p.digest:
+                text = text[:start] + SECRET_MARKER + text[start + p.length:]
+                start = text.find(p.prefix, start + len(SECRET_MARKER))
+            else:
+                start = text.find(p.prefix, start + 1)
+    return text
+
+
+class Redactor:
+    """Match and redact texts against one commitment (needs the commitment key); with
+    ``secrets``, first remove every form of the harness's own key bytes (``[redacted:key]``)."""
+
+    def __init__(self, commitment: Commitment, key: bytes,
+                 secrets: Sequence[SecretPattern] = ()) -> None:
+        self._secrets = tuple(secrets)
         key = dg.check_key(key)
         if dg.key_id(key) != commitment.key_id:
             raise KeyMaterialError("the key given to the redactor is not the commitment's key")
@@ -169,6 +235,8 @@ class Redactor:
         """``text`` with every committed window (or the whole text, for a file) replaced."""
         if not isinstance(text, str) or not text:
             return text
+        if self._secrets:
+            text = scrub_secrets(text, self._secrets)
         toks = dg.tokens(text)
         ids = self._token_ids(toks) if self._wpre is not None else None
         hits = self._window_hits(toks, ids)

@@ -498,8 +498,11 @@ def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redacto
     key = cfg.get("commitment_key")
     if not isinstance(key, bytes | bytearray) or len(key) != 32:
         raise TaskError("the attempt plan carries no commitment key; nothing was run")
+    from attest.redact import SecretPattern
+
     commitment = commitment_for_task(task, key=bytes(key))
-    return commitment.as_data(), Redactor(commitment, bytes(key))
+    secrets = [SecretPattern.from_data(p) for p in cfg.get("secret_patterns") or ()]
+    return commitment.as_data(), Redactor(commitment, bytes(key), secrets=secrets)
 
 
 def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from ledger.run.plan import (
     resume_plan,
     task_record,
 )
-from ledger.run.scope import Attestor
+from ledger.run.scope import Attestor, secret_patterns_of
 from ledger.run.summary import AttemptResult, RunSummary
 
 HARNESS = f"eval-ledger {ledger.__version__}"
@@ -391,6 +391,7 @@ class Coordinator:
         p = self.plan
         self._plan_config = {
             "commitment_key": self.keys.subkey(COMMITMENT_KEY_LABEL),
+            "secret_patterns": secret_patterns_of(self.keys),
             "named_agents": self.cfg.agent_table(),
             "pricing": _pricing(self.source),
             "keep_worktree": self.req.keep_worktrees,

@@ -166,3 +166,16 @@ class Attestor:
             results=[e for e in entries if written is None or e.seq in written],
         )
         return {"attempt": attempt_id, "attestation": att, "hash": attestation_hash(att)}
+
+
+def secret_patterns_of(keys: Any) -> list[list[Any]]:
+    """Redaction patterns for the harness's own key bytes (master secret, signing seed, the
+    commitment and seal subkeys, the signer key line), sent to the workers in the attempt plan
+    instead of the keys themselves (``attest.redact.SecretPattern``: a prefix, a length, a hash)."""
+    from attest.redact import secret_patterns
+
+    signer = keys.signer
+    secrets = [keys.master_secret, signer.seed, bytes([1]) + signer.seed,
+               keys.subkey(COMMITMENT_KEY_LABEL), keys.subkey(SEAL_KEY_LABEL)]
+    return [p.as_data() for p in secret_patterns(secrets, [signer.skey])]
+
