@@ -4,9 +4,9 @@
     python benchmarks/view.py --json       # the figures as one JSON object
     python benchmarks/view.py --quick      # 100 attempts, a smoke run of a few seconds
 
-A synthetic run (50 tasks x 2 agents x 10 repeats = 1,000 attempts by default; each with a diff,
-hidden and regression tests, a tool call and its result, an attestation) is written to a
-journal in a temporary folder. Measured in the same process, medians over ``--rounds``:
+A synthetic run (50 tasks x 2 agents x 10 repeats = 1,000 attempts by default; each with 40 file
+reads, a diff, hidden and regression tests, a tool call and its result, an attestation: about 53
+entries per attempt) is written to a journal in a temporary folder. Measured in the same process, medians over ``--rounds``:
 
 - ``generate_s``  read the run from the journal, build the report model and render the page
   (what ``ledger view -o`` does; target < 3 s for 1,000 attempts); baseline ``report_json_s``:
@@ -40,6 +40,7 @@ from ledger.view.html import page_size, render_html  # noqa: E402
 from ledger.view.model import load_reports  # noqa: E402
 from tests.view.fixtures import RUN, build, write  # noqa: E402
 
+READS = 40  # fs.read entries per attempt (about 53 entries per attempt in all)
 TARGETS = {"generate_s": 3.0, "size_bytes": 10 * 1024 * 1024, "first_render_s": 2.0}
 
 
@@ -84,7 +85,7 @@ def run(attempts: int, rounds: int) -> dict[str, Any]:
     repeats = max(1, attempts // (tasks * 2))
     with tempfile.TemporaryDirectory(prefix="ledger-view-bench-") as tmp:
         home = Path(tmp)
-        b = build(tasks=tasks, repeats=repeats)
+        b = build(tasks=tasks, repeats=repeats, reads=READS)
         t0 = time.perf_counter()
         write(home, b)
         build_s = time.perf_counter() - t0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from evaluators.compare import paired
 from evaluators.fold import parse_attempt_id
@@ -31,9 +31,8 @@ TRANSCRIPT_KINDS = frozenset({"tool.call", "tool.result", "agent.output", "model
                               "model.response", "agent.message"})
 
 
-@dataclass(frozen=True)
-class TimelineEvent:
-    """One entry of an attempt, as a line of its timeline."""
+class TimelineEvent(NamedTuple):
+    """One entry of an attempt, as a line of its timeline (a NamedTuple: one per entry)."""
 
     seq: int
     ts: int  # append time, unix ns
@@ -260,15 +259,30 @@ def _model_text(d: Mapping[str, Any]) -> str:
     return ""
 
 
+_FS_KINDS = frozenset({"fs.read", "fs.write"})
+_ACTIVITY_KINDS = frozenset({"fs.read", "fs.write", "proc.exec", "net.connect", "net.response"})
+
+
 def _on_entry(a: AttemptDetail, e: Entry) -> None:
     d = e.data
     kind = e.kind
-    at = _int(d.get("at"))
-    a.timeline.append(TimelineEvent(e.seq, e.ts, at, kind, _clip(_summary(kind, d), SUMMARY_LIMIT)))
+    at = d.get("at")
+    if type(at) is not int:
+        at = None
+    when = at or e.ts
     if a.first_ts is None:
-        a.first_ts = at or e.ts
-    a.last_ts = at or e.ts
-    if kind in ("fs.read", "fs.write", "proc.exec", "net.connect", "net.response"):
+        a.first_ts = when
+    a.last_ts = when
+    if kind in _FS_KINDS:  # the bulk of a traced attempt: the short path
+        path = d.get("resolved") or d.get("path")
+        summary = path if type(path) is str else _text(path)
+        if len(summary) > SUMMARY_LIMIT:
+            summary = _clip(summary, SUMMARY_LIMIT)
+        a.timeline.append(TimelineEvent(e.seq, e.ts, at, kind, summary))
+        a.activity[kind] = a.activity.get(kind, 0) + 1
+        return
+    a.timeline.append(TimelineEvent(e.seq, e.ts, at, kind, _clip(_summary(kind, d), SUMMARY_LIMIT)))
+    if kind in _ACTIVITY_KINDS:
         a.activity[kind] = a.activity.get(kind, 0) + 1
     if kind in TRANSCRIPT_KINDS:
         if kind == "tool.call":

@@ -15,8 +15,12 @@ PATCH = ("--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n-    return a -
 
 
 def build(run: str = RUN, *, tasks: int = 3, repeats: int = 2,
-          agents: tuple[str, ...] = ("alpha", "beta")) -> RunBuilder:
-    """``tasks`` x ``agents`` x ``repeats`` attempts; alpha passes every task, beta only t0."""
+          agents: tuple[str, ...] = ("alpha", "beta"), reads: int = 1) -> RunBuilder:
+    """``tasks`` x ``agents`` x ``repeats`` attempts; alpha passes every task, beta only t0.
+
+    ``reads`` fs.read entries per attempt (the first in the worktree, the rest library files, as
+    strace records an interpreter starting)."""
+    paths = ["src/calc.py", *(f"/usr/lib/python3/m{i}.py" for i in range(reads - 1))]
     b = RunBuilder(run=run)
     b.started([task(f"t{i}") for i in range(tasks)], agents=agents)
     for r in range(1, repeats + 1):
@@ -27,7 +31,7 @@ def build(run: str = RUN, *, tasks: int = 3, repeats: int = 2,
                     f"t{i}", agent=agent, repeat=r, hidden=(2, 0, 0) if ok else (1, 1, 0),
                     hidden_messages=[f"AssertionError {HOSTILE}"], wall_s=10.0 + i,
                     cost_usd=0.5 if agent == agents[0] else 0.1, patch=PATCH,
-                    attestation="CLEAN" if ok else "DIRTY",
+                    attestation="CLEAN" if ok else "DIRTY", reads=paths,
                     extra=[("tool.call", {"tool": "bash", "input": {"command": f"cat {HOSTILE}"}}),
                            ("tool.result", {"tool": "bash", "output": "ok", "is_error": False})],
                 )
