@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,10 +119,15 @@ class LedgerGroup(click.Group):
 @click.option("--ledger", "ledger_path", metavar="PATH", envvar="LEDGER_HOME",
               help="Ledger directory (default ./.ledger; also LEDGER_HOME).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+@click.option("--log-format", type=click.Choice(["console", "json"]), default=None,
+              help="Format of the harness's diagnostic log on stderr (also LEDGER_LOG_FORMAT); "
+                   "its level is LEDGER_LOG=debug|info|warning|error|off (default warning).")
 @click.version_option(version=ledger.__version__, prog_name="ledger")
 @click.pass_context
-def cli(ctx: click.Context, ledger_path: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, ledger_path: str | None, debug: bool, log_format: str | None) -> None:
     """eval-ledger: run coding agents on golden tasks; every event in a verifiable journal."""
+    if log_format is not None:  # through the environment, so worker processes log alike
+        os.environ["LEDGER_LOG_FORMAT"] = log_format
     ctx.obj = Ctx(home=LedgerHome.resolve(ledger_path), debug=debug)
 
 

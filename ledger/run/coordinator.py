@@ -49,6 +49,7 @@ from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_or_init_keys
+from ledger.log import get_logger
 from ledger.run.config import LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors import Executor, make_executor
@@ -220,6 +221,7 @@ class Coordinator:
         self.source = home
         self.gate = _InterruptGate()
         self.writer = JournalWriter(journal, plan.run_id, self.gate)
+        self.log = get_logger(run=plan.run_id)
         self.writer.listeners.append(self._track)
         self.results: dict[str, AttemptResult] = {}
         self.in_flight: dict[str, Slot] = {}
@@ -309,6 +311,7 @@ class Coordinator:
             raise
         except Exception as exc:  # a harness bug must not lose the rest of the run
             self.progress.note(f"attestation of {attempt_id} failed: {type(exc).__name__}: {exc}")
+            self.log.error("attestation.failed", attempt=attempt_id, error=type(exc).__name__)
         if data is not None and attempt_id in self.results:
             self.results[attempt_id].absorb("attestation", data)
 
@@ -359,6 +362,7 @@ class Coordinator:
                 del self.results[plan.attempt_id]
             raise
         executor.submit(plan)
+        self.log.info("attempt.submitted", attempt=plan.attempt_id, node=placed.get("node"))
 
     def _journaled(self, attempt_id: str) -> bool:
         return attempt_id in self._started
@@ -382,6 +386,8 @@ class Coordinator:
         result.absorb(event.kind, event.data)
         if event.kind == "attempt.finished":
             del self.in_flight[event.attempt_id]
+            self.log.info("attempt.finished", attempt=event.attempt_id,
+                          status=event.data.get("status"), outcome=result.outcome)
             self.attest(event.attempt_id, event.task_id)
             self.progress.finished(result)
             return True
@@ -409,6 +415,8 @@ class Coordinator:
         self.gate.install()
         try:
             self.progress.start(p.run_id, len(queue))
+            self.log.info("run.started", resumed=p.resumed, attempts=len(queue),
+                          parallel=p.parallel, executor=executor_kind(self.req, self.cfg))
             if queue:
                 kind = executor_kind(self.req, self.cfg)
                 executor = self.executor_factory(kind, min(p.parallel, len(queue)))
@@ -425,6 +433,7 @@ class Coordinator:
             self.gate.uninstall()
             self.progress.stop()
         note = self.writer.checkpoint(self.keys)
+        self.log.info("run.finished", status=status, tree_size=self.journal.size)
         return RunSummary(p.run_id, status, p.resumed, list(self.results.values()), note,
                           self.journal.size, self.home.path, list(p.notes))
 
@@ -440,6 +449,7 @@ class Coordinator:
     def _stop(self, executor: Executor | None) -> None:
         """After Ctrl-C: stop running attempts, append what they still report, mark the rest."""
         self.progress.note("interrupted: stopping running attempts (Ctrl-C again to stop now)")
+        self.log.warning("run.interrupted", in_flight=len(self.in_flight))
         if executor is not None:
             for attempt_id in list(self.in_flight):
                 executor.cancel(attempt_id, status="interrupted")

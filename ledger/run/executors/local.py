@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import UsageError
+from ledger.log import get_logger
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors.contract import (
     DEFAULT_RUNNER,
@@ -112,6 +113,8 @@ def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUN
                 break
             emit(AttemptEvent(plan.attempt_id, plan.task_id, "phase",
                               {"phase": "started", "node": node, "pid": os.getpid()}))
+            log = get_logger(run=plan.run_id, attempt=plan.attempt_id, pid=os.getpid())
+            log.debug("attempt.running", node=node)
             stopper.requested = None
             stopper.armed = True
             try:
@@ -124,6 +127,7 @@ def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUN
                     emit(finished_event(plan, "error", f"{type(exc).__name__}: {exc}"))
             finally:
                 stopper.armed = False
+                log.debug("attempt.done", reported=plan.attempt_id in reported)
     finally:
         out.close()
         if _alive(parent_pid):
