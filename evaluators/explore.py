@@ -252,8 +252,22 @@ def _attestation(entry: Entry) -> AttestationSummary | None:
         seq=entry.seq)
 
 
-def _model_text(d: Mapping[str, Any]) -> str:
-    for key in ("text", "content", "message", "body", "messages"):
+def _model_text(kind: str, d: Mapping[str, Any]) -> str:
+    """A model turn as text: the response's content and the tools it calls; the request's new
+    messages one per line (``model.request`` / ``model.response`` of the HTTP agent)."""
+    if kind == "model.response":
+        msg = _map(d.get("message"))
+        lines = [_text(msg.get("content"))] if msg.get("content") else []
+        for call in msg.get("tool_calls") or []:
+            fn = _map(_map(call).get("function"))
+            lines.append(f"-> {_text(fn.get('name'))}({_text(fn.get('arguments'))})")
+        if d.get("error"):
+            lines.append(f"error: {_text(d.get('error'))}")
+        return "\n".join(lines)
+    if kind == "model.request":
+        return "\n".join(f"{_text(_map(m).get('role'))}: {_text(_map(m).get('content'))}"
+                         for m in d.get("messages") or [])
+    for key in ("text", "content", "message"):
         if key in d:
             return _text(d[key])
     return ""
@@ -296,9 +310,11 @@ def _on_entry(a: AttemptDetail, e: Entry) -> None:
             a.transcript.append(TranscriptItem(e.seq, kind, role, _text(d.get("stream")) or None,
                                                _clip(_text(d.get("text")))))
         elif kind == "model.request":
-            a.transcript.append(TranscriptItem(e.seq, kind, "user", None, _clip(_model_text(d))))
+            a.transcript.append(TranscriptItem(e.seq, kind, "user", None,
+                                               _clip(_model_text(kind, d))))
         else:
-            a.transcript.append(TranscriptItem(e.seq, kind, "assistant", None, _clip(_model_text(d))))
+            a.transcript.append(TranscriptItem(e.seq, kind, "assistant", None,
+                                               _clip(_model_text(kind, d))))
         return
     if kind == "attempt.started":
         a.agent = _text(d.get("agent")) or a.agent

@@ -102,3 +102,20 @@ def test_fold_report_scores_tiers_and_spread_per_agent() -> None:
     assert alpha["count"] == 2 and [p["k"] for p in alpha["pass_at_k"]] == [1, 2]
     assert alpha["pass_at_k"][0]["value"] == 1.0
     assert beta["pass_at_k"][0]["value"] == 0.333333  # views round to 6 digits
+
+
+def test_http_agent_model_turns_are_transcript_items() -> None:
+    """model.request messages and model.response content and tool calls read as turns."""
+    b = build(tasks=1, repeats=1, agents=("alpha",))
+    aid = f"{RUN}/t0/alpha/1/1"
+    b.add("model.request", {"attempt": aid, "step": 1, "model": "m",
+                            "messages": [{"role": "user", "content": "Fix the bug."}]}, task="t0")
+    b.add("model.response", {"attempt": aid, "step": 1, "try": 1, "status": 200, "message": {
+        "content": "I will look.", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "bash", "arguments": "{\"command\": \"ls\"}"}}]}}, task="t0")
+    entries = _entries(b)
+    d = explore(entries, RUN, views=compute_views(entries, RUN)).attempts[aid]
+    turns = [t for t in d.transcript if t.kind.startswith("model.")]
+    assert [(t.role, t.text) for t in turns] == [
+        ("user", "user: Fix the bug."),
+        ("assistant", 'I will look.\n-> bash({"command": "ls"})')]
