@@ -183,3 +183,26 @@ def test_timeline_folds_long_runs_of_reads_into_one_row() -> None:
     assert rows[0][4].endswith("... 594 more")
     assert rows[1] == [600, 2001, True, "fs.write", "/wt/a.py"]
     assert [r[3] for r in rows[2:]] == ["fs.read"] * 3
+
+
+def test_view_open_hands_the_written_file_to_the_browser(home: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """--open opens the file:// URI of the page just written (and nothing else)."""
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    out = tmp_path / "r.html"
+    assert invoke(home, "view", "-o", str(out), "--open")[0] == 0
+    assert opened == [out.resolve().as_uri()]
+
+
+def test_serve_refuses_output_options(home: Path) -> None:
+    """--serve with -o or --open is a usage error (exit 2): the server writes no file."""
+    code, _, err = invoke(home, "view", "--serve", "-o", "x.html")
+    assert code == 2 and "--serve" in err
+
+
+def test_inspect_export_of_an_unknown_run_is_a_usage_error(home: Path, tmp_path: Path) -> None:
+    """`ledger export --format inspect r-nope` exits 2 and writes nothing."""
+    out = tmp_path / "x.eval"
+    code, _, err = invoke(home, "export", "--format", "inspect", "r-nope", "-o", str(out))
+    assert code == 2 and err.startswith("error:") and not out.exists()
