@@ -10,6 +10,7 @@
     |   +-- TaskError                a golden task that cannot be loaded
     +-- VerificationError            a check failed: exit 1 (names the check, the seq, expected/computed)
     +-- JournalConflict              a write the journal refused (duplicate seq, concurrent writer lost)
+    +-- JournalUnreadable            the journal file became unreadable, or was replaced, while open
     +-- NothingToRun                 no agent could run at all: exit 3
 
 Callers catch LedgerError at the CLI boundary only; library code raises the most specific leaf.
@@ -98,6 +99,13 @@ class VerificationError(LedgerError):
 
 class JournalConflict(LedgerError):
     """The journal refused a write (a second row at an existing seq, a lost race)."""
+
+    exit_code = 1
+
+
+class JournalUnreadable(LedgerError):
+    """The journal file can no longer be read, or was replaced or overwritten while it was open;
+    the store stops writing to it."""
 
     exit_code = 1
 

@@ -20,6 +20,8 @@ belt; ``verify`` is the check.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sqlite3
 import time
@@ -28,7 +30,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import JournalConflict, JournalFormatError, LedgerError, NotFound, UsageError
+from ledger.errors import (
+    JournalConflict,
+    JournalFormatError,
+    JournalUnreadable,
+    LedgerError,
+    NotFound,
+    UsageError,
+)
 from ledger.journal import merkle
 from ledger.journal.codec import MAX_ENTRY_BYTES, Entry, encode_entries
 from ledger.journal.tiles import (
@@ -128,6 +137,8 @@ class Store:
         self._edge: TileEdge | None = None
         self._known_runs: set[str] = set()  # runs this store saw indexed (rows are never removed)
         self._create = False
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file when opened
+        self._broken: str | None = None  # why this store stopped writing
 
     # ------------------------------------------------------------------ opening
 
@@ -171,7 +182,57 @@ class Store:
         except LedgerError:
             conn.close()
             raise
+        if not memory and not readonly:
+            st = os.stat(spath)
+            store._identity = (st.st_dev, st.st_ino)
         return store
+
+    # ------------------------------------------------------------------ faults
+
+    def _check_file(self) -> None:
+        """Before each commit: the file must still be the one this store opened (same device and
+        inode) and still start with the SQLite header. Otherwise something outside rewrote or
+        replaced the journal: stop writing (and keep what this store still holds open)."""
+        if self._broken is not None:
+            raise JournalUnreadable(self._broken)
+        if self._identity is None:
+            return
+        try:
+            st = os.stat(self.path)
+            with open(self.path, "rb") as fh:
+                header = fh.read(len(_SQLITE_MAGIC))
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError as exc:
+            same, header = False, b""
+            why = f"the journal file {self.path} is gone ({exc.strerror})"
+        else:
+            why = f"the journal file {self.path} was replaced by another file"
+        if same and header == _SQLITE_MAGIC:
+            return
+        if same:
+            why = f"the journal file {self.path} was overwritten (its SQLite header is gone)"
+            rescued = None
+        else:
+            rescued = self._rescue()
+        self._broken = (f"{why} while the harness held it open; no more entries are written"
+                        + (f"; the journal as this process held it is saved in {rescued} (verify it "
+                           f"with `ledger --ledger {Path(rescued).parent} verify --vkey VKEY --since "
+                           "CHECKPOINT`)" if rescued else ""))
+        raise JournalUnreadable(self._broken)
+
+    def _rescue(self) -> str | None:
+        """Copy the database this connection still holds (the replaced file's inode) aside."""
+        folder = Path(self.path).parent / f"rescued-{time.time_ns()}"
+        try:
+            folder.mkdir(parents=True)
+            dest = sqlite3.connect(str(folder / "journal.db"))
+            try:
+                self._conn.backup(dest)
+            finally:
+                dest.close()
+        except (OSError, sqlite3.Error):
+            return None
+        return str(folder / "journal.db")
 
     def _init_or_check(self, synchronous: str, tile_height: int) -> None:
         c = self._conn
@@ -222,11 +283,14 @@ class Store:
         """Start a write transaction (``BEGIN IMMEDIATE``: the write lock is taken now)."""
         if self.readonly:
             raise JournalConflict("journal opened read-only")
+        self._check_file()
         c = self._conn
         try:
             c.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise JournalConflict(f"could not lock the journal for writing: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise JournalUnreadable(f"the journal {self.path} can no longer be read: {exc}") from exc
         return c
 
     def _abort(self) -> None:
@@ -558,6 +622,33 @@ def _set_wal(c: sqlite3.Connection) -> None:
         delay = min(delay * 2, 0.1)
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _unreadable(func: Any) -> Any:
+    """Turn an SQLite error other than a refused write into JournalUnreadable (one clear line)."""
+    if inspect.isgeneratorfunction(func):
+        @functools.wraps(func)
+        def gen(self: Store, *args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from func(self, *args, **kwargs)
+            except sqlite3.IntegrityError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                raise JournalUnreadable(f"the journal {self.path} can no longer be read: {exc}") from exc
+        return gen
+
+    @functools.wraps(func)
+    def call(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(self, *args, **kwargs)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise JournalUnreadable(f"the journal {self.path} can no longer be read: {exc}") from exc
+    return call
+
+
 def _refuse_oversized(entries: Sequence[Entry]) -> None:
     big = next(e for e in entries if len(e.raw) > MAX_ENTRY_BYTES)
     raise UsageError(f"entry of kind {big.kind!r} is {len(big.raw)} bytes encoded; one entry holds at most "
@@ -605,3 +696,11 @@ def _split_sql(script: str) -> list[str]:
             out.append(text)
             buf = []
     return out
+
+
+for _name in ("append", "add_checkpoint", "fetch_nodes", "head", "rows", "run_level_rows",
+              "find_leaf", "body_rows", "misfiled_body", "span_rows", "tile_levels", "level_tiles",
+              "all_tiles", "all_heads", "run_rows", "checkpoints", "misfiled_checkpoint",
+              "entry_count"):
+    setattr(Store, _name, _unreadable(getattr(Store, _name)))
+
