@@ -417,6 +417,14 @@ def _hidden(task: Task, cfg: Mapping[str, Any]) -> list[str]:
     return hidden_paths(task.root, cfg.get("sandbox_hidden") or ())
 
 
+def _task_programs(task: Task) -> list[str]:
+    """Test programs a task names by absolute path outside the system folders (an imported
+    task's virtualenv interpreter): the grading sandbox must be able to read their tree."""
+    commands = (task.test_command if task.graded_by_ids else task.hidden_test_command, task.regression_command)
+    return [c[0] for c in commands
+            if c and c[0].startswith("/") and not c[0].startswith(("/usr/", "/bin/", "/sbin/", "/lib"))]
+
+
 def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
                     out: _Out, redact: Redact, test_timeout: float) -> None:
     """Grade in a fresh tree and a new sandbox: the starting repo, the agent's graded changes
@@ -436,7 +444,8 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
         lost = {d["path"] for d in dropped}
         policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
                                 hidden=_hidden(task, plan.config),
-                                path_env=tool_env(grade).get("PATH", ""))
+                                path_env=tool_env(grade).get("PATH", ""),
+                                programs=_task_programs(task))
         out.entry("grading", {
             "isolation": "sandbox",
             "graded": [f["path"] for f in graded if f["path"] not in lost],

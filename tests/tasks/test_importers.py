@@ -294,3 +294,40 @@ def test_host_unsafe_scripts_are_found(tmp_path: Path) -> None:
     assert host_unsafe(tmp_path) is None
     (tmp_path / "b.sh").write_text("set -e\npip install requests\n")
     assert host_unsafe(tmp_path) == "b.sh runs 'pip'"
+
+
+def test_swebench_repository_whose_tests_need_a_virtualenv(tmp_path: Path) -> None:
+    """Tests needing a dependency found only in a virtualenv: skipped without --python, imported and run with it."""
+    import site
+    import subprocess
+    import sys
+
+    clone = init(tmp_path / "repos" / "acme__dep")
+    uses_dep = "from fancydep import double\n\n\ndef twice(x):\n    return double(x)\n"
+    base = commit(clone, "start", {"twice.py": uses_dep.replace("double(x)", "x + x + 1"),
+                                   "tests/test_twice.py": "from twice import twice\n\n\ndef test_zero():\n    pass\n"})
+    fix = commit(clone, "fix", {"twice.py": uses_dep, "tests/test_twice.py":
+                                "from twice import twice\n\n\ndef test_zero():\n    pass\n\n\n"
+                                "def test_twice():\n    assert twice(4) == 8\n"})
+    record = {"repo": "acme/dep", "instance_id": "acme__dep-1", "base_commit": base,
+              "patch": git(clone, "diff", base, fix, "--", "twice.py") + "\n",
+              "test_patch": git(clone, "diff", base, fix, "--", "tests") + "\n",
+              "problem_statement": "twice(4) is 9\n", "FAIL_TO_PASS": ["tests/test_twice.py::test_twice"],
+              "PASS_TO_PASS": ["tests/test_twice.py::test_zero"]}
+    data = tmp_path / "i.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    # The virtualenv: pytest through a .pth to this interpreter's packages, fancydep only there.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = next(venv.glob("lib/python*/site-packages"))
+    (purelib / "harness.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    (purelib / "fancydep.py").write_text("def double(x):\n    return 2 * x\n")
+    home = tmp_path / ".ledger"
+    plain = ledger(home, "tasks", "import", "swebench", str(data), "--repos", str(tmp_path / "repos"), "--json")
+    assert plain.exit_code == 1
+    assert "environment cannot be built here" in json.loads(plain.stdout)["results"][0]["reason"]
+    with_venv = ledger(home, "tasks", "import", "swebench", str(data), "--repos", str(tmp_path / "repos"),
+                       "--python", str(venv / "bin" / "python"), "--json")
+    assert with_venv.exit_code == 0, with_venv.output
+    assert load_task(home / "golden" / "swebench" / "acme__dep-1").test_command[0] == str(venv / "bin" / "python")
+    assert run_outcomes(home, "swebench") == {("acme__dep-1", "oracle"): "passed", ("acme__dep-1", "noop"): "failed"}
