@@ -117,8 +117,11 @@ def apply_solution(task: Task, worktree: Path, *, env: Mapping[str, str] | None 
         assert sol.patch is not None
         return git_apply(task.root / sol.patch, worktree)
     assert sol.command is not None
+    from ledger.tasks import isolation
+
+    argv, run_env = isolation.wrap(["/bin/sh", "-c", sol.command], worktree, solution_env(task, worktree, env))
     try:
-        proc = subprocess.run(["/bin/sh", "-c", sol.command], cwd=worktree, env=solution_env(task, worktree, env),
+        proc = subprocess.run(argv, cwd=worktree, env=run_env,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return Applied(False, f"solution command timed out after {timeout:g}s")

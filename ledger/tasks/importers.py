@@ -28,8 +28,10 @@ the harness sets, with the container path as their default, so the scripts still
 in the container. Then the oracle solution is run on this host: when the task does not prove
 fair here, it is marked ``needs: container`` and the reason is reported. A task whose scripts
 install software or use the network (``apt-get``, ``pip``, ``uvx``, ``curl``, ...) is marked so
-without being tried: such scripts run only in their container (until the isolation sandbox can
-hold them).
+without being tried: they need their container (in the isolation sandbox they could not reach the
+network, and without it they would change this machine). The oracle check and the SWE-bench
+test runs happen in the isolation sandbox when this host has bubblewrap
+(``ledger.tasks.isolation``), else as ordinary processes in temporary folders.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any
 import yaml
 
 from ledger.errors import MalformedInput, TaskError, UsageError
+from ledger.tasks import isolation
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.mine import export_tree, git
 from ledger.tasks.validate import validate_task
@@ -199,7 +202,8 @@ def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | 
             meta["hidden"] = hidden
         _write_md(folder, meta, statement)
         task = load_task(folder, tier=tier)
-        result = validate_task(task, workdir=scratch)
+        with isolation.isolated(scratch):
+            result = validate_task(task, workdir=scratch)
         if not result.ok:
             failed = {c.name for c in result.failed}
             env = failed & {"hidden-passes-after", "required-outcomes", "solution-applies"}
@@ -253,8 +257,8 @@ def _container_paths(text: str, workdir: str) -> str:
     return text
 
 
-# Commands that change the machine or reach the network: a script using them runs only in its
-# container (until the isolation sandbox can hold it), so the task is not tried on this host.
+# Commands that change the machine or reach the network: a script using them needs its container,
+# so the task is not tried on this host.
 _HOST_UNSAFE = re.compile(
     r"(?<![\w./-])(apt-get|apt|yum|dnf|apk|pip3?|uv|uvx|curl|wget|npm|npx|docker|sudo|systemctl|git\s+clone)(?![\w./-])")
 
@@ -392,7 +396,8 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
         _write_md(folder, meta, instruction)
         unsafe = host_unsafe(folder)
         if unsafe is None:
-            result = validate_task(load_task(folder, tier=tier), workdir=scratch)
+            with isolation.isolated(scratch, readable=[folder]):
+                result = validate_task(load_task(folder, tier=tier), workdir=scratch)
             if result.ok:
                 return Imported(name, True, "the oracle solution passes on this host", task_id=task_id,
                                 folder=str(folder))

@@ -13,8 +13,8 @@ A commit is rejected, with its reason, when it is a merge or the root, changes n
 nothing but tests, when no test fails before and passes after, when an outcome differs between
 ``runs`` repeated runs (flaky), or when the finished folder does not validate
 (``ledger tasks validate``'s checks). Test runs happen in throw-away copies under a temporary
-folder with the process runner of ``ledger.tasks.validate`` (the seam where the isolation
-sandbox takes over once it exists).
+folder, in the isolation sandbox when this host has bubblewrap (``ledger.tasks.isolation``: no
+network, only that folder writable), else as ordinary processes.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from ledger.errors import TaskError, UsageError
-from ledger.tasks import apply
+from ledger.tasks import apply, isolation
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.validate import COMMAND_TIMEOUT_S, run_command, validate_task
 
@@ -87,6 +87,7 @@ class MineReport:
     tier: str
     out: str
     results: list[Mined] = field(default_factory=list)
+    sandboxed: bool = False  # the test runs ran in the isolation sandbox (bubblewrap)
     seconds: float = 0.0  # the whole mining
     test_seconds: float = 0.0  # of which spent running tests (and validating)
 
@@ -100,7 +101,7 @@ class MineReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"repo": self.repo, "tier": self.tier, "out": self.out,
-                "examined": len(self.results), "accepted": len(self.accepted),
+                "sandboxed": self.sandboxed, "examined": len(self.results), "accepted": len(self.accepted),
                 "rejected": len(self.rejected), "seconds": round(self.seconds, 3),
                 "test_seconds": round(self.test_seconds, 3),
                 "results": [r.as_dict() for r in self.results]}
@@ -365,7 +366,8 @@ def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
     started = time.monotonic()
     clock = _Clock()
     commits = candidates(opts)
-    with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp, isolation.isolated(Path(tmp)) as sandboxed:
+        report.sandboxed = sandboxed
         for n, info in enumerate(commits, 1):
             if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
                 break

@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from ledger.errors import LedgerError, UsageError
-from ledger.tasks import apply
+from ledger.tasks import apply, isolation
 from ledger.tasks.loader import iter_files, load_repo_history
 from ledger.tasks.model import Signal, Task
 
@@ -127,9 +127,11 @@ def run_command(
     env = command_env()
     env.update(extra_env or {})
     argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
+    # Sandboxed when the caller asked for it (ledger.tasks.isolation; mine and the importers do).
+    run_argv, env = isolation.wrap(argv, Path(cwd), env)
     try:
         proc = subprocess.run(
-            argv,
+            run_argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,

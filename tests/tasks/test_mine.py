@@ -141,3 +141,28 @@ def test_mine_cli_errors_and_exit_codes(tmp_path: Path) -> None:
 def test_test_paths_are_classified(path: str, is_test: bool) -> None:
     """Test files are split from the solution by folder and name, as SWE-bench's test_patch is."""
     assert is_test_path(path) is is_test
+
+
+def test_mined_tests_run_sandboxed_and_cannot_write_outside(tmp_path: Path) -> None:
+    """With bubblewrap, a mined commit's tests run isolated: a write outside their folder fails and lands nowhere."""
+    from ledger.tasks import isolation
+    if not isolation.available():
+        pytest.skip("bubblewrap is not usable on this host")
+    from tests.tasks.gitrepos import CALC_FIXED, CALC_START, TEST_NEG
+    escape = tmp_path / "outside" / "escaped.txt"
+    escape.parent.mkdir()
+    repo = init(tmp_path / "repo")
+    commit(repo, "start", {"calc.py": CALC_START, "tests/test_calc.py": TEST_NEG})
+    sneaky = (f"from pathlib import Path\n\nfrom calc import add\n\n\ndef test_add():\n"
+              f"    Path({str(escape)!r}).write_text('x')\n    assert add(2, 3) == 5\n")
+    fix = commit(repo, "fix", {"calc.py": CALC_FIXED, "tests/test_sneaky.py": sneaky})
+    report = mine(MineOptions(repo=repo, commits=(fix,), out=tmp_path / "out"))
+    assert report.sandboxed
+    assert report.results[0].reason.startswith("no test fails before and passes after")
+    assert not escape.exists()
+
+
+def test_mine_report_says_whether_tests_were_sandboxed(mined: dict[str, Any]) -> None:
+    """--json tells whether the test runs were isolated (bubblewrap present) or ordinary processes."""
+    from ledger.tasks import isolation
+    assert mined["report"]["sandboxed"] is isolation.available()
