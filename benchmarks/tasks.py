@@ -10,9 +10,10 @@
   of mining time *excluding* the test runs (and the validation of accepted tasks). Baseline, in
   the same run: a bare ``git log --name-status`` over the same history (the least git work that
   classifies every commit), commits/s; ``ratio`` = rate / baseline rate.
-- ``grading``  one mined task graded the way ``ledger run`` grades it after the agent: the hidden
-  test patch installed (files reset, ``git apply``) and the hidden suite run with the JUnit report
-  parsed. Baseline: the same test command run bare (``subprocess.run``) in the same worktree.
+- ``grading``  one mined task graded the way ``ledger run`` grades it after the agent: a fresh
+  grading tree, the change applied, the hidden test patch installed (files reset, ``git apply``),
+  the hidden suite run in the grading sandbox (when bubblewrap works) with the JUnit report
+  parsed. Baseline: the same test command run bare (``subprocess.run``) in a prepared tree.
   ``overhead_ms`` = min(grading) - min(bare) over ``--repeats`` interleaved rounds (the least
   disturbed run of each, on a shared machine; ``overhead_ms_median`` beside it); target <= 200 ms.
 
@@ -110,27 +111,52 @@ def bench_mining(tmp: Path, commits: int) -> dict[str, Any]:
 
 
 def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
+    """Grade one mined task as ``ledger run`` does after the agent: a fresh grading tree, the
+    change applied (here the reference patch stands for the agent's), the hidden test patch
+    installed, the hidden suite run (in the grading sandbox when bubblewrap works) and its JUnit
+    report parsed. Baseline: the same test command run bare in a prepared tree."""
+    from ledger.run.attempt import _task_programs
+    from ledger.sandbox import bwrap_command, sandbox_status
+    from ledger.sandbox.setup import grading_policy, hidden_paths
+
     folders = sorted(p for p in mined_dir.iterdir() if p.is_dir())
     task = load_task(folders[0])
-    ws = create_workspace(task)
+    sandboxed = sandbox_status("auto").mode == "bwrap"
+    prepared = create_workspace(task)
+    redact = lambda text: text  # noqa: E731 - no secrets in a generated task
     try:
-        assert apply_solution(task, ws.worktree).ok
-        redact = lambda text: text  # noqa: E731 - no secrets in a generated task
-        graded, bare = [], []
+        assert apply_solution(task, prepared.worktree).ok
+        install_hidden_tests(prepared, task)
         argv = [sys.executable if a == "python" else a for a in task.hidden_test_command]
+
         def run_bare() -> float:
             started = time.perf_counter()
-            subprocess.run(argv, cwd=ws.worktree, env=tool_env(ws), capture_output=True, check=False)
+            subprocess.run(argv, cwd=prepared.worktree, env=tool_env(prepared), capture_output=True, check=False)
             return time.perf_counter() - started
 
         def run_graded() -> float:
             started = time.perf_counter()
-            install_hidden_tests(ws, task)
-            result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=120.0)
+            grade = create_workspace(task)
+            try:
+                assert apply_solution(task, grade.worktree).ok
+                install_hidden_tests(grade, task)
+                wrap = None
+                if sandboxed:
+                    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
+                                            hidden=hidden_paths(task.root), path_env=tool_env(grade)["PATH"],
+                                            programs=_task_programs(task))
+
+                    def wrap(cmd: list[str]) -> list[str]:
+                        return bwrap_command(policy, cmd)
+                result = run_suite(grade, "hidden", task.hidden_test_command, redact=redact, timeout=120.0,
+                                   **({"wrap": wrap} if wrap else {}))
+            finally:
+                grade.cleanup()
             took = time.perf_counter() - started
             assert result["passed"], result
             return took
 
+        graded, bare = [], []
         run_graded(), run_bare()  # warm the page cache and the interpreter's imports
         for i in range(repeats):  # interleaved, alternating which goes first
             if i % 2:
@@ -140,13 +166,13 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
                 graded.append(run_graded())
                 bare.append(run_bare())
     finally:
-        ws.cleanup()
+        prepared.cleanup()
     # On a shared machine the slowest runs measure the neighbours: the least-disturbed run of each
     # (the minimum) is the figure held to the target; the medians are reported beside it.
     overhead = (min(graded) - min(bare)) * 1000
     median_overhead = (statistics.median(graded) - statistics.median(bare)) * 1000
     return {
-        "task": task.id, "repeats": repeats,
+        "task": task.id, "repeats": repeats, "sandboxed": sandboxed,
         "grading_ms_min": round(min(graded) * 1000, 1), "bare_test_run_ms_min": round(min(bare) * 1000, 1),
         "grading_ms_median": round(statistics.median(graded) * 1000, 1),
         "bare_test_run_ms_median": round(statistics.median(bare) * 1000, 1),
