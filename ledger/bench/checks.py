@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.run.attempt import parse_junit, run_command
+from ledger.run.attempt import parse_junit
+from ledger.tasks.checks import run_command
 
 OUTPUT_TAIL = 4000
 DEFAULT_TIMEOUT_S = 300.0

@@ -30,10 +30,7 @@ import dataclasses
 import ipaddress
 import json
 import os
-import re
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -59,6 +56,13 @@ from ledger.run.workspace import (
     remove_tree,
     take_diff,
 )
+from ledger.tasks.checks import (  # the one runner and signal check (tasks validate uses them)
+    SIGNAL_TIMEOUT_S,
+    check_file_signal,
+    python_argv,
+    run_command,
+    signal_argv,
+)
 from ledger.tasks.model import Signal, Task
 
 if TYPE_CHECKING:
@@ -67,9 +71,8 @@ if TYPE_CHECKING:
 TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
 MESSAGE_LIMIT = 500  # bytes of a test failure message
 MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
-DEFAULT_TEST_TIMEOUT_S = 600.0
+DEFAULT_TEST_TIMEOUT_S = SIGNAL_TIMEOUT_S  # the limit tasks validate uses too (ledger.tasks.checks)
 PYTEST_EXTRA = ("-p", "no:cacheprovider")
-EXIT_TIMEOUT = 124  # exit code recorded for a test command stopped at its time limit
 DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
 RESOLVE_TIMEOUT_S = 2.0  # for all of an agent's endpoints together
 MAX_ADDRESSES = 32  # per endpoint host
@@ -99,14 +102,6 @@ class _Out:
 # --------------------------------------------------------------------------- commands
 
 
-def python_argv(argv: Sequence[str]) -> list[str]:
-    """``python ...`` runs with the harness's own interpreter (the one with pytest)."""
-    out = list(argv)
-    if out and out[0] in ("python", "python3"):
-        out[0] = sys.executable
-    return out
-
-
 def tool_env(ws: Workspace) -> dict[str, str]:
     """The environment for tests and signals: the harness's Python first, a private HOME, and
     none of the user's secrets."""
@@ -123,51 +118,6 @@ def tool_env(ws: Workspace) -> dict[str, str]:
         # Task tests are plain pytest: the harness's own plugins (hypothesis, ...) are not loaded.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        proc.wait(timeout=5)
-
-
-def run_command(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
-    output: Path | None = None,
-) -> tuple[int, float, bool]:
-    """Run ``argv`` as its own process group; (exit code, seconds, timed out).
-
-    A signal death is reported as 128 + signal number, a timeout as 124. Output goes to
-    ``output`` (a file outside the worktree) or nowhere. The group is killed on every exit path.
-    """
-    start = time.perf_counter()
-    sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
-    try:
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
-                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            if output is not None:
-                Path(output).write_text(f"cannot start {argv[0]}: {exc.strerror}\n")
-            return 127, time.perf_counter() - start, False
-        timed_out = False
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            code = EXIT_TIMEOUT
-        finally:
-            _kill_group(proc)  # also reaps anything the command left behind
-        if not timed_out and code < 0:
-            code = 128 - code
-        return code, time.perf_counter() - start, timed_out
-    finally:
-        if output is not None:
-            sink.close()  # type: ignore[union-attr]
 
 
 def _is_pytest(argv: Sequence[str]) -> bool:
@@ -240,19 +190,11 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     }
 
 
-def _inside(worktree: Path, rel: str) -> Path | None:
-    target = (worktree / rel).resolve()
-    root = worktree.resolve()
-    return target if target == root or root in target.parents else None
-
-
 def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
                timeout: float, wrap: Wrap = _no_wrap) -> dict[str, Any]:
     """Evaluate one completion signal: the data of a ``signal.result`` entry."""
-    passed, detail = False, ""
     if sig.kind == "command":
-        argv = (["/bin/sh", "-c", sig.command] if isinstance(sig.command, str)
-                else python_argv(sig.command or ()))
+        argv = signal_argv(sig)
         log = ws.scratch / f"signal-{index}.log"
         code, _duration, timed_out = run_command(
             wrap(list(argv)), cwd=ws.worktree, env=tool_env(ws), timeout=timeout, output=log)
@@ -262,22 +204,8 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
             if tail:
                 detail += ": " + _first_line(tail[-1], redact)
-    elif sig.kind == "path_exists":
-        target = _inside(ws.worktree, sig.path or "")
-        passed = target is not None and target.exists()
-        detail = "exists" if passed else ("escapes the worktree" if target is None else "missing")
-    elif sig.kind == "file_contains":
-        target = _inside(ws.worktree, sig.path or "")
-        if target is None:
-            detail = "escapes the worktree"
-        elif not target.is_file():
-            detail = "missing"
-        else:
-            text = target.read_bytes()[: 16 * 1024 * 1024].decode("utf-8", "replace")
-            passed = re.search(sig.pattern or "", text, re.MULTILINE) is not None
-            detail = "pattern found" if passed else "pattern not found"
     else:
-        detail = f"unknown signal kind {sig.kind!r}"
+        passed, detail = check_file_signal(sig, ws.worktree)
     return {"index": index, "signal": sig.as_dict(), "passed": passed, "detail": detail}
 
 

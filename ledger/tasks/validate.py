@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,12 +41,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from ledger.errors import LedgerError, UsageError
-from ledger.tasks import apply, isolation
+from ledger.tasks import apply, checks, isolation
 from ledger.tasks.loader import iter_files, load_repo_history
 from ledger.tasks.model import Signal, Task
 
 COMMAND_TIMEOUT_S = 120.0
-_PY_NAMES = frozenset({"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"})
 
 
 class Check(NamedTuple):
@@ -105,10 +102,7 @@ def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def resolve_argv(argv: Sequence[str]) -> list[str]:
     """``python ...`` runs with this interpreter, so the venv's pytest is the one that runs."""
-    out = list(argv)
-    if out and out[0] in _PY_NAMES:
-        out[0] = sys.executable
-    return out
+    return checks.python_argv(argv)
 
 
 def _summary(output: str) -> str:
@@ -123,55 +117,42 @@ def run_command(
     command: Sequence[str] | str, cwd: Path, *, timeout: float = COMMAND_TIMEOUT_S,
     extra_env: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """Run a task command (argv list, or a shell string run by /bin/sh) in ``cwd``."""
+    """Run a task command (argv list, or a shell string run by /bin/sh) in ``cwd``, through the
+    run's own runner (``ledger.tasks.checks.run_command``: its own process group, killed on
+    every exit path)."""
     env = command_env()
     env.update(extra_env or {})
     argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
     # Sandboxed when the caller asked for it (ledger.tasks.isolation; mine and the importers do).
     run_argv, env = isolation.wrap(argv, Path(cwd), env)
-    try:
-        proc = subprocess.run(
-            run_argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        return CommandResult(None, f"program not found: {argv[0]}", executable=False)
-    except PermissionError:
-        return CommandResult(None, f"not executable: {argv[0]}", executable=False)
-    except subprocess.TimeoutExpired:
+    with tempfile.TemporaryDirectory(prefix="ledger-validate-") as tmp:
+        out = Path(tmp) / "output"
+        code, _seconds, timed_out = checks.run_command(run_argv, cwd=cwd, env=env,
+                                                       timeout=timeout, output=out)
+        text = out.read_bytes().decode("utf-8", errors="replace") if out.exists() else ""
+    if timed_out:
         return CommandResult(None, f"timed out after {timeout:g}s")
-    text = proc.stdout.decode("utf-8", errors="replace")
-    executable = not (isinstance(command, str) and proc.returncode in (126, 127))
-    return CommandResult(proc.returncode, _summary(text), executable=executable, output=text)
+    if code == 127 and text.startswith(f"cannot start {run_argv[0]}: "):
+        missing = "No such file" in text.splitlines()[0]
+        return CommandResult(None, f"{'program not found' if missing else 'not executable'}: "
+                                   f"{argv[0]}", executable=False)
+    executable = not (isinstance(command, str) and code in (126, 127))
+    return CommandResult(code, _summary(text), executable=executable, output=text)
 
 
 def check_signal(signal: Signal, worktree: Path) -> tuple[bool, str, bool]:
     """Evaluate one signal in ``worktree``: (passed, detail, executable)."""
     if signal.kind == "command":
         assert signal.command is not None
-        res = run_command(signal.command, worktree)
+        res = run_command(signal.command, worktree, timeout=checks.SIGNAL_TIMEOUT_S)
         if res.exit_code is None:
             return False, res.summary, res.executable
         passed = res.exit_code == signal.expect_exit
         return passed, f"exit {res.exit_code} (expected {signal.expect_exit})", res.executable
-    assert signal.path is not None
-    target = worktree / signal.path
-    if signal.kind == "path_exists":
-        return target.exists(), ("exists" if target.exists() else "missing"), True
-    if signal.kind == "file_contains":
-        assert signal.pattern is not None
-        if not target.is_file():
-            return False, "file missing", True
-        text = target.read_text(encoding="utf-8", errors="replace")
-        found = re.search(signal.pattern, text, re.MULTILINE) is not None
-        return found, ("pattern found" if found else "pattern not found"), True
-    return False, f"unknown signal kind {signal.kind!r}", False
+    if signal.kind not in ("path_exists", "file_contains"):
+        return False, f"unknown signal kind {signal.kind!r}", False
+    passed, detail = checks.check_file_signal(signal, worktree)  # as the run checks it
+    return passed, detail, True
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
