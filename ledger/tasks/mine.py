@@ -243,8 +243,7 @@ def _write_task(opts: MineOptions, folder: Path, *, commit: str, parent: str, su
         "solution": {"patch": "solution/fix.patch"},
         "hidden_tests": {"patch": "tests/hidden.patch"},
     }
-    if tuple(opts.test_command) != DEFAULT_TEST_COMMAND:
-        meta["test_command"] = list(_test_argv(opts, []))
+    meta["test_command"] = list(_test_argv(opts, []))  # stored even when the default: the task says how it is graded
     meta["required_outcomes"] = {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}
     meta["source"] = {"repo": origin, "commit": commit, "parent": parent}
     statement = message if not opts.statement else f"{opts.statement.strip()}\n\n{message}"
