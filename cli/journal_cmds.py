@@ -104,12 +104,25 @@ def log(ctx: Ctx, run_id: str | None, task_id: str | None, kind: str | None, raw
 
 
 @click.command()
+@click.option("--add-cosignature", "cosigned_file", metavar="FILE",
+              help="Keep a witness-cosigned note of one of this ledger's checkpoints "
+                   "(<ledger>/cosigned/<size>.note; the log's signature is re-checked).")
 @json_option
 @pass_ctx
-def checkpoint(ctx: Ctx, as_json: bool) -> None:
+def checkpoint(ctx: Ctx, cosigned_file: str | None, as_json: bool) -> None:
     """Print the signed checkpoint of the current tree head (signing a new one if it grew)."""
-    from ledger.journal.keys import load_keys
+    from ledger.journal.keys import load_keys, load_verifier
 
+    if cosigned_file:
+        text = _read_file(cosigned_file, "cosigned note").decode("utf-8", "replace")
+        with open_journal(ctx) as j:
+            size, merged = j.add_cosignature(text, load_verifier(ctx.home.keys_dir))
+        if as_json:
+            emit_json({"size": size, "note": merged})
+        else:
+            click.echo(f"kept the cosigned checkpoint of size {size} in "
+                       f"{ctx.home.path / 'cosigned' / f'{size}.note'}")
+        return
     keys = load_keys(ctx.home.keys_dir)
     with open_journal(ctx) as j:
         note = j.checkpoint(keys)
@@ -221,11 +234,16 @@ def _read_file(path: str, what: str) -> bytes:
 @click.option("--no-remember", "no_remember", is_flag=True,
               help="Neither prove consistency with nor update the remembered checkpoint "
                    "($XDG_CONFIG_HOME/eval-ledger/seen/).")
+@click.option("--witness", "witness_vkeys", multiple=True, metavar="VKEY",
+              help="Require this witness's cosignature on the latest checkpoint (vkey or file; repeatable).")
+@click.option("--witness-threshold", type=click.IntRange(min=1), default=None,
+              help="How many of the --witness keys must have cosigned (default: all).")
 @click.option("--dsse", "dsse_file", help="Verify an exported DSSE attestation file (needs --vkey).")
 @json_option
 @pass_ctx
 def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: str | None,
-           vkey: str | None, deep: bool, no_remember: bool, dsse_file: str | None, as_json: bool) -> None:
+           vkey: str | None, deep: bool, no_remember: bool, witness_vkeys: tuple[str, ...],
+           witness_threshold: int | None, dsse_file: str | None, as_json: bool) -> None:
     """Audit offline: the whole journal, a bundle, or one run/entry/checkpoint/attestation (HASH).
 
     Writes nothing but the remembered checkpoint (--no-remember: not even that). Exit 0 when
@@ -246,9 +264,15 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
         report = verify_target(None, target=target, bundle=bundle, verifier=verifier, since=since,
                                deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember)
     else:
+        witnesses = [_witness_verifier(v) for v in witness_vkeys]
+        if witness_threshold is not None and witness_threshold > len(witnesses):
+            raise UsageError(f"--witness-threshold {witness_threshold} is more than the "
+                             f"{len(witnesses)} --witness key(s) given")
         with open_journal(ctx, readonly=True) as j:
             report = verify_target(j, target=target, bundle=None, verifier=verifier, since=since,
-                                   deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember)
+                                   deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember,
+                                   witnesses=witnesses,
+                                   witness_threshold=witness_threshold or len(witnesses))
     findings = report.get("findings") or []
     if as_json:
         emit_json({"ok": not findings, **report})
@@ -261,6 +285,14 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
         first = findings[0]
         more = f" (and {len(findings) - 1} more finding(s) above)" if len(findings) > 1 else ""
         raise VerificationError(first["check"], f"{first['message']}{more}", seq=first["seq"])
+
+
+def _witness_verifier(vkey: str) -> Verifier:
+    from ledger.journal.note import Verifier
+
+    p = Path(vkey)
+    text = p.read_text(encoding="utf-8").strip() if p.is_file() else vkey
+    return Verifier.from_vkey(text)
 
 
 def public_key_arg(vkey: str) -> bytes:

@@ -30,6 +30,7 @@ COMMAND_MODULES: list[str] = [
     "cli.bench_cmds",
     "cli.attest_cmds",
     "cli.view_cmds",
+    "cli.witness_cmds",
 ]
 
 
@@ -45,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "bench": "cli.bench_cmds",
     "attest": "cli.attest_cmds",
     "view": "cli.view_cmds",
+    "witness": "cli.witness_cmds",
 }
 
 

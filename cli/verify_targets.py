@@ -9,10 +9,11 @@ rests on it. Nothing here writes. It lives in cli/ because it builds the lines a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import KeyMaterialError, NotFound, UsageError
+from ledger.errors import KeyMaterialError, NotFound, UsageError, VerificationError
 from ledger.journal import merkle
 from ledger.journal.bundle import VerifiedBundle, verify_bundle
 from ledger.journal.codec import Entry
@@ -25,7 +26,8 @@ _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[str, Any] | None,
                   verifier: Verifier | None, since: str | None, deep: bool,
-                  keys_dir: Path | None, remember: bool = True) -> dict[str, Any]:
+                  keys_dir: Path | None, remember: bool = True,
+                  witnesses: Sequence[Verifier] = (), witness_threshold: int = 0) -> dict[str, Any]:
     lines: list[str] = []
     if bundle is not None:
         assert verifier is not None
@@ -66,6 +68,8 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
     report = {"level": "journal", **summary}
     if remember and verifier is not None:
         report["remembered"] = _remember_journal(journal, verifier, summary, lines)
+    if witnesses:
+        report["witnesses"] = _witnessed(journal, verifier, witnesses, witness_threshold, lines)
     if target is None:
         report["summary"] = f"journal verified (size {summary['size']}, root {summary['root'][:16]}...)"
     else:
@@ -75,6 +79,22 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
     report["findings"] = [f.as_dict() for f in audit.findings]
     report["lines"] = lines
     return report
+
+
+def _witnessed(journal: Journal, verifier: Verifier | None, witnesses: Sequence[Verifier],
+               threshold: int, lines: list[str]) -> dict[str, Any]:
+    from ledger.journal.witness import check_witnesses
+
+    if verifier is None:
+        raise UsageError("--witness needs the log's verifier key (--vkey)")
+    latest = journal.latest_checkpoint()
+    if latest is None:
+        raise VerificationError("witness-threshold", "the journal has no checkpoint for witnesses to cosign")
+    size, note = latest
+    got = check_witnesses(journal.cosigned_note(size) or note, verifier, witnesses, threshold)
+    lines.append(f"witnesses: {len(got)} of {len(witnesses)} cosigned the latest checkpoint (size {size}): "
+                 f"{', '.join(got)} (threshold {threshold})")
+    return {"size": size, "cosigned_by": got, "threshold": threshold}
 
 
 def _remembered_line(r: Remembered) -> str:

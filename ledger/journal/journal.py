@@ -280,6 +280,41 @@ class Journal:
         self._write_checkpoint_file(size, note)
         return note
 
+    def add_cosignature(self, note: str, verifier: Any) -> tuple[int, str]:
+        """Keep a cosigned note of one of this journal's checkpoints in ``cosigned/<size>.note``.
+
+        The log's own signature is re-checked with ``verifier``, the note must sign the very text
+        of the checkpoint the journal holds at that size, and its signature lines are merged with
+        those kept before. Returns (size, merged note).
+        """
+        from ledger.journal.note import merge_signatures, open_checkpoint, parse_note
+
+        cp = open_checkpoint(note, verifier)
+        stored = dict(self._store.checkpoints()).get(cp.size)
+        if stored is None:
+            raise NotFound(f"the journal holds no checkpoint of size {cp.size} to add a cosignature to")
+        if parse_note(stored)[0] != parse_note(note)[0]:
+            raise UsageError(f"the cosigned note is not the journal's checkpoint of size {cp.size}")
+        if self.home is None:
+            raise UsageError("an in-memory journal keeps no cosigned notes")
+        merged = merge_signatures(self.cosigned_note(cp.size) or stored, note)
+        folder = self.home / "cosigned"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{cp.size}.note.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(merged)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / f"{cp.size}.note")
+        return cp.size, merged
+
+    def cosigned_note(self, size: int) -> str | None:
+        """The cosigned note kept for the checkpoint of ``size``, if any."""
+        if self.home is None:
+            return None
+        path = self.home / "cosigned" / f"{size}.note"
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
     def latest_checkpoint(self) -> tuple[int, str] | None:
         cps = self._store.checkpoints()
         return cps[-1] if cps else None

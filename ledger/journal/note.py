@@ -17,7 +17,8 @@ Key ID = SHA-256(name || 0x0A || type || public key)[:4], big-endian. Type 0x01 
 Ed25519 signature over the text. Type 0x04 is an Ed25519 witness cosignature
 (c2sp.org/tlog-cosignature v1): the signature blob is a big-endian u64 timestamp then the
 Ed25519 signature over ``"cosignature/v1\\ntime <ts>\\n" + text``. We verify both types (a
-checkpoint may carry witness cosignatures); we only produce type 0x01.
+checkpoint may carry witness cosignatures), and produce both (``cosignature_line``, for
+``ledger witness cosign``).
 
 Verifier key (vkey): ``<name>+<8 hex key ID>+<base64(type || 32-byte public key)>``.
 Signer key (skey, Go ``x/mod/sumdb/note`` convention, not part of C2SP):
@@ -295,6 +296,40 @@ class Signer:
     def sign_note(self, text: str) -> str:
         """Return the whole signed note: text, blank line, one signature line."""
         return text + "\n" + self.signature_line(text)
+
+
+def cosignature_line(text: str, name: str, seed: bytes, timestamp: int) -> str:
+    """A c2sp.org/tlog-cosignature v1 (Ed25519) signature line, with newline, for checkpoint
+    ``text``: key ID = SHA-256(name || 0x0A || 0x04 || public key)[:4]; blob = key ID || u64
+    big-endian ``timestamp`` || Ed25519 over ``"cosignature/v1\ntime <timestamp>\n" + text``."""
+    _check_note_text(text)
+    _require_key_name(name)
+    if not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise MalformedInput("cosignature timestamp must be between 0 and 2^63-1")
+    if len(seed) != _ED25519_KEY_SIZE:
+        raise MalformedInput(f"Ed25519 seed must be {_ED25519_KEY_SIZE} bytes")
+    priv = Ed25519PrivateKey.from_private_bytes(seed)
+    public = priv.public_key().public_bytes_raw()
+    message = f"{COSIGNATURE_V1_HEADER}time {timestamp}\n".encode("ascii") + text.encode("utf-8")
+    blob = (key_id(name, KEY_TYPE_COSIGNATURE_V1, public).to_bytes(4, "big")
+            + timestamp.to_bytes(8, "big") + priv.sign(message))
+    return f"{SIGNATURE_PREFIX}{name} {base64.b64encode(blob).decode('ascii')}\n"
+
+
+def merge_signatures(note: str, other: str) -> str:
+    """``note`` with the signature lines of ``other`` (a note over the same text) added, each
+    (name, key ID) once, in order: ``note``'s lines first."""
+    text, sigs = parse_note(note)
+    other_text, other_sigs = parse_note(other)
+    if other_text != text:
+        raise MalformedInput("the two notes sign different texts")
+    merged = list(sigs)
+    seen = {(s.name, s.key_id) for s in sigs}
+    for s in other_sigs:
+        if (s.name, s.key_id) not in seen:
+            seen.add((s.name, s.key_id))
+            merged.append(s)
+    return text + "\n" + "".join(s.line + "\n" for s in merged)
 
 
 # ---------------------------------------------------------------------------------------------
