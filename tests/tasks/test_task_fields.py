@@ -206,3 +206,24 @@ def test_run_refuses_tasks_that_need_a_container(tmp_path: Path) -> None:
     val = runner.invoke(cli, ["--ledger", str(home), "tasks", "validate", "--tier", "box", "--task", "t-box", "--json"])
     assert val.exit_code == 1
     assert json.loads(val.stdout)["tasks"][0]["checks"][0]["name"] == "host"
+
+
+def test_every_frontmatter_key_is_documented() -> None:
+    """docs/TASKS.md's key table names every key the loader accepts (and no key it refuses)."""
+    import re
+
+    from ledger.tasks.loader import _KEYS
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "TASKS.md").read_text()
+    table = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.MULTILINE))
+    assert set(_KEYS) <= table, sorted(set(_KEYS) - table)
+
+
+def test_tasks_commands_have_help_and_docs() -> None:
+    """`ledger tasks mine` and both importers have help text and a line in docs/CLI.md."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "CLI.md").read_text()
+    for args, usage in ((["tasks", "mine"], "ledger tasks mine REPO"),
+                        (["tasks", "import", "swebench"], "ledger tasks import swebench FILE.jsonl"),
+                        (["tasks", "import", "harbor"], "ledger tasks import harbor DIR")):
+        result = CliRunner().invoke(cli, [*args, "--help"])
+        assert result.exit_code == 0 and "--json" in result.output
+        assert usage in doc
