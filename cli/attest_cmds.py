@@ -25,7 +25,8 @@ _HEX = re.compile(r"[0-9a-f]+")
 def find_attestation(journal: Journal, target: str) -> Entry:
     """The ``attestation`` entry that ``target`` names (hash, unique hash prefix, attempt id).
 
-    An attempt attested more than once (never by the run itself) resolves to its latest one.
+    An attempt id resolves to the attempt's first attestation, the one the run's structure counts
+    (evaluators/structure.py); a later one was appended by someone else.
     """
     wanted = target.strip()
     if not wanted:
@@ -40,8 +41,8 @@ def find_attestation(journal: Journal, target: str) -> Entry:
     found: list[Entry] = []
     for e in journal.entries(kind="attestation"):
         if by_attempt:
-            if e.data.get("attempt") == wanted:
-                found = [e]  # the latest wins
+            if e.data.get("attempt") == wanted and not found:
+                found = [e]  # the first: the run writes one attestation per attempt
         elif str(e.data.get("hash", "")).lower().startswith(wanted):
             found.append(e)
     hashes = {str(e.data.get("hash")) for e in found}
@@ -95,6 +96,9 @@ def render(view: dict[str, Any]) -> list[str]:
         f"  echoes       {view.get('echoes')}; answer digests {view.get('answer_digests')}",
         f"  recorded at  seq {view['seq']}",
     ]
+    if view.get("injected"):
+        lines.append("  WARNING: injected: the run's structure does not place this attestation (not the "
+                     "attempt's first, or outside its span); every view ignores it")
     if view.get("recorded_hash") != view["hash"]:
         lines.append("  WARNING: the entry's hash field is not the hash of its attestation "
                      "(`ledger verify` will fail)")
@@ -125,14 +129,18 @@ def show(ctx: Ctx, target: str, dsse: bool, as_json: bool) -> None:
     """Show one attestation: HASH (or a unique prefix) or an attempt id."""
     if not ctx.home.journal_path.exists():
         raise NotFound(f"no journal at {ctx.home.journal_path}: run `ledger run` first")
+    from evaluators.structure import trusted
+
     with Journal.open(ctx.home.journal_path, readonly=True) as journal:
         entry = find_attestation(journal, target)
+        injected = {f.seq for f in trusted(list(journal.entries(run=entry.run)), entry.run).findings}
     if dsse:
         from attest.attestation import to_dsse
 
         emit_json(to_dsse(entry.data["attestation"]))
         return
     view = attestation_view(entry)
+    view["injected"] = entry.seq in injected
     if as_json:
         emit_json(view)
         return

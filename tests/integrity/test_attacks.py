@@ -197,3 +197,20 @@ def test_relabelled_cut_bundle_says_it_is_a_selection(run: Run, tmp_path: Path) 
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout)
     assert body["bundle_kind"] == "selection" and "selected entries" in body["summary"]
+
+
+def test_attest_show_names_the_counted_attestation(run: Run, tmp_path: Path) -> None:
+    """`attest show ATTEMPT` after a fake CLEAN was appended still shows DIRTY; the fake is flagged."""
+    home = tmp_path / "L"
+    shutil.copytree(run.home, home)
+    fake_attestation(run, home)
+    aid = run.attempts["oracle"]
+    res = ledger(home, "attest", "show", aid, "--json")
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    assert body["verdict"] == "DIRTY" and body["injected"] is False
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        fake = [e for e in j.entries(kind="attestation") if e.data["attempt"] == aid][-1]
+    res = ledger(home, "attest", "show", aid)
+    assert "CLEAN" not in res.stdout
+    assert fake.data["attestation"]["verdict"] == "CLEAN"
