@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,7 @@ def _progress(line: str) -> None:
               help="Price table file (TOML or JSON) for estimated costs.")
 @json_option
 @pass_ctx
-def bench_cmd(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[str, ...],
-              diff_ref: str | None, corpus: bool, mode: str | None, agents: tuple[str, ...],
-              judges: tuple[str, ...], with_tests: bool, with_review: bool,
-              with_test_review: bool, with_static: bool, swap_check: bool, timeout_s: float,
-              seed: int | None, parallel: int | None, no_snapshot: bool, dry_run: bool,
-              show_costs: bool, compare: bool, replay_last: bool, out_dir: str, no_report: bool,
-              pricing_file: str | None, as_json: bool) -> None:
+def bench_cmd(ctx: Ctx, /, as_json: bool, **params: Any) -> None:
     """Send one task to several coding agents at once; judge blind; rank them.
 
     The task is a prompt (--prompt or TEXT), files (--files), a git diff (--diff, the default) or
@@ -109,10 +104,7 @@ def bench_cmd(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple
     arguments, 2 no agent available, 3 all agents failed.
     """
     try:
-        code = _bench(ctx, words, prompt, files, diff_ref, corpus or mode == "corpus", agents,
-                      judges, with_tests, with_review, with_test_review, with_static, swap_check,
-                      timeout_s, seed, parallel, no_snapshot, dry_run, show_costs, compare,
-                      replay_last, Path(out_dir), no_report, pricing_file, as_json)
+        code = _bench(ctx, BenchArgs(**params), as_json)
     except LedgerError as exc:
         _fail(ctx, exc)
         return
@@ -127,58 +119,100 @@ def _journal(ctx: Ctx) -> Any:
     return Journal.open(ctx.home.journal_path, readonly=True)
 
 
-def _bench(ctx: Ctx, words: tuple[str, ...], prompt: str | None, files: tuple[str, ...],
-           diff_ref: str | None, corpus: bool, agents: tuple[str, ...], judges: tuple[str, ...],
-           with_tests: bool, with_review: bool, with_test_review: bool, with_static: bool,
-           swap_check: bool, timeout_s: float, seed: int | None, parallel: int | None,
-           no_snapshot: bool, dry_run: bool, show_costs: bool, compare: bool, replay_last: bool,
-           out_dir: Path, no_report: bool, pricing_file: str | None, as_json: bool) -> int:
+@dataclass(frozen=True)
+class BenchArgs:
+    """What `ledger bench` was given (the click parameters, as one value)."""
+
+    words: tuple[str, ...]
+    prompt: str | None
+    files: tuple[str, ...]
+    diff_ref: str | None
+    corpus: bool
+    mode: str | None
+    agents: tuple[str, ...]
+    judges: tuple[str, ...]
+    with_tests: bool
+    with_review: bool
+    with_test_review: bool
+    with_static: bool
+    swap_check: bool
+    timeout_s: float
+    seed: int | None
+    parallel: int | None
+    no_snapshot: bool
+    dry_run: bool
+    show_costs: bool
+    compare: bool
+    replay_last: bool
+    out_dir: str
+    no_report: bool
+    pricing_file: str | None
+
+    @property
+    def use_corpus(self) -> bool:
+        return self.corpus or self.mode == "corpus"
+
+    def inputs_given(self) -> list[str]:
+        given = (("--prompt", self.prompt is not None), ("--files", bool(self.files)),
+                 ("--diff", self.diff_ref is not None), ("--corpus", self.use_corpus))
+        return [name for name, yes in given if yes]
+
+    def options(self) -> Any:
+        from ledger.bench.runner import BenchOptions
+
+        return BenchOptions(agents=self.agents, judges=self.judges, with_tests=self.with_tests,
+                            with_review=self.with_review, with_test_review=self.with_test_review,
+                            with_static=self.with_static, swap_check=self.swap_check,
+                            timeout_s=self.timeout_s, no_snapshot=self.no_snapshot, seed=self.seed,
+                            parallel=self.parallel,
+                            pricing_file=Path(self.pricing_file) if self.pricing_file else None)
+
+
+def _bench(ctx: Ctx, a: BenchArgs, as_json: bool) -> int:
+    out_dir = Path(a.out_dir)
+    if a.show_costs:
+        return _show_costs(ctx.home.path, a.pricing_file, as_json)
+    if a.compare:
+        given = a.inputs_given()
+        if given or a.replay_last:
+            raise _bad(f"--compare takes only run ids, not {', '.join(given) or '--replay-last'}")
+        return _compare(ctx, a.words, out_dir, as_json)
+    if a.with_test_review and not a.with_tests:
+        raise _bad("--with-test-review (--with-test-adversarial) needs --with-tests")
+    if a.timeout_s <= 0:
+        raise _bad("--timeout must be a positive number of seconds")
+    task = _task_input(ctx, a, out_dir)
+    if a.dry_run:
+        return _dry_run(ctx, task, a.options(), as_json)
+    return _run(ctx, task, a.options(), out_dir, a.no_report, as_json)
+
+
+def _task_input(ctx: Ctx, a: BenchArgs, out_dir: Path) -> Any:
+    """The one task input given (TEXT, --prompt, --files, --diff, --corpus, --replay-last)."""
     from ledger.bench import inputs
 
-    if show_costs:
-        return _show_costs(ctx.home.path, pricing_file, as_json)
-    inputs_given = [name for name, given in (("--prompt", prompt is not None), ("--files", bool(files)),
-                                             ("--diff", diff_ref is not None), ("--corpus", corpus))
-                    if given]
-    if compare:
-        if inputs_given or replay_last:
-            raise _bad(f"--compare takes only run ids, not {', '.join(inputs_given) or '--replay-last'}")
-        return _compare(ctx, words, out_dir, as_json)
-    if words:
+    given = a.inputs_given()
+    prompt = a.prompt
+    if a.words:
         if prompt is not None:
             raise _bad("give the prompt either as TEXT or with --prompt, not both")
-        prompt = " ".join(words)
-        inputs_given.insert(0, "TEXT")
-    if len(inputs_given) > 1:
-        raise _bad(f"choose one task input, not {' and '.join(inputs_given)}")
-    if with_test_review and not with_tests:
-        raise _bad("--with-test-review (--with-test-adversarial) needs --with-tests")
-    if timeout_s <= 0:
-        raise _bad("--timeout must be a positive number of seconds")
-    if replay_last:
-        if corpus:
+        prompt = " ".join(a.words)
+        given.insert(0, "TEXT")
+    if len(given) > 1:
+        raise _bad(f"choose one task input, not {' and '.join(given)}")
+    if a.replay_last:
+        if a.use_corpus:
             raise _bad("--replay-last cannot be combined with --corpus (the corpus prompt is fixed)")
-        if inputs_given:
-            raise _bad(f"--replay-last takes the task of the latest run; drop {inputs_given[0]}")
-        task = _replay_task(ctx, out_dir)
-    elif corpus:
-        task = inputs.corpus_task()
-    elif prompt is not None:
-        task = inputs.task_from_prompt(prompt)
-    elif files:
-        task = inputs.task_from_files(list(files))
-    else:
-        task = inputs.task_from_diff(diff_ref or "HEAD~1")
-    from ledger.bench.runner import BenchOptions
-
-    opts = BenchOptions(agents=agents, judges=judges, with_tests=with_tests,
-                        with_review=with_review, with_test_review=with_test_review,
-                        with_static=with_static, swap_check=swap_check, timeout_s=timeout_s,
-                        no_snapshot=no_snapshot, seed=seed, parallel=parallel,
-                        pricing_file=Path(pricing_file) if pricing_file else None)
-    if dry_run:
-        return _dry_run(ctx, task, opts, as_json)
-    return _run(ctx, task, opts, out_dir, no_report, as_json)
+        if given:
+            raise _bad(f"--replay-last takes the task of the latest run; drop {given[0]}")
+        return _replay_task(ctx, out_dir)
+    if a.use_corpus:
+        return inputs.corpus_task()
+    if prompt is not None:
+        return inputs.task_from_prompt(prompt)
+    if a.files:
+        return inputs.task_from_files(list(a.files))
+    return inputs.task_from_diff(a.diff_ref or "HEAD~1")
 
 
 def _show_costs(ledger_dir: Path, pricing_file: str | None, as_json: bool) -> int:
