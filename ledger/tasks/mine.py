@@ -19,7 +19,6 @@ network, only that folder writable), else as ordinary processes.
 
 from __future__ import annotations
 
-import io
 import re
 import shlex
 import shutil
@@ -186,10 +185,22 @@ def _tree_problems(repo: Path, commit: str) -> str | None:
 
 
 def export_tree(repo: Path, commit: str, dest: Path) -> None:
-    """Write the files of ``commit`` into ``dest`` (no .git, nothing else)."""
-    data = git(repo, "archive", "--format=tar", commit, binary=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
+    """Write the files of ``commit`` into ``dest`` (no .git, nothing else), streamed from
+    ``git archive`` so a large repository is never held in memory."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit], env=apply._git_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                tar.extractall(dest, filter="data")
+        except tarfile.TarError as exc:
+            proc.kill()
+            raise TaskError(f"git archive of {commit[:12]} failed: {exc}") from None
+        err = proc.stderr.read() if proc.stderr is not None else b""
+        if proc.wait(timeout=GIT_TIMEOUT_S) != 0:
+            msg = err.decode("utf-8", "replace").strip().splitlines()
+            raise TaskError(f"git archive failed in {repo}: {msg[0] if msg else proc.returncode}")
 
 
 # --------------------------------------------------------------------------- the miner
@@ -370,7 +381,10 @@ def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
         for n, info in enumerate(commits, 1):
             if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
                 break
-            result = examine(opts, info, clock, Path(tmp))
+            try:
+                result = examine(opts, info, clock, Path(tmp))
+            except (TaskError, OSError) as exc:  # one odd commit must not end the mining
+                result = Mined(info.commit, info.subject, False, f"cannot package: {exc}")
             report.results.append(result)
             if progress is not None:
                 verdict = "accepted" if result.accepted else "rejected"
