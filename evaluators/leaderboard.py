@@ -341,39 +341,11 @@ def _agent_row(s: _State, agent: str, verdicts: Sequence[Mapping[str, Any]],
     rev_scores, _ = _round_scores(verdicts, agent, ROUND_CODE_REVISED)
     trev_scores, _ = _round_scores(verdicts, agent, ROUND_TESTS_REVISED)
     code_c, test_c = _composite(code_scores), _composite(test_scores)
-    tests_resp = s.responses.get((agent, ROUND_TESTS))
     notes: list[str] = []
-    if code is None:
-        status = "failed"
-        notes.append("no response was recorded")
-    elif code.get("status") == "timeout":
-        status = "timeout"
-    elif code.get("status") != "ok":
-        status = "failed"
-    elif code_c is None:
-        status = "unscored"
-    else:
-        status = "scored"
-    q: int | None = None
-    if status == "scored":
-        if with_tests:
-            if tests_resp is None or tests_resp.get("status") != "ok":
-                q = quality(code_c, 0.0, with_tests=True)
-                notes.append("the tests round did not answer; tests count 0")
-            elif test_c is None:
-                status = "unscored"
-                notes.append("no judge scored the tests")
-            else:
-                q = quality(code_c, test_c, with_tests=True)
-        else:
-            q = quality(code_c)
+    status, q = _status_and_quality(code, s.responses.get((agent, ROUND_TESTS)), code_c, test_c,
+                                    with_tests, notes)
     own = [s.responses[(agent, r)] for r in OWN_ROUNDS if (agent, r) in s.responses]
-    time_s = _sum(r.get("wall_s") for r in own)
-    cost = _sum(r.get("cost_usd") for r in own)
-    cost_sources = sorted({str(r.get("cost_source", "none")) for r in own})
-    tin = _sum(r.get("tokens_in") for r in own)
-    tout = _sum(r.get("tokens_out") for r in own)
-    tokens_estimated = any(r.get("tokens_source") == "estimated" for r in own)
+    usage = _usage(own)
     text = str(code.get("text", "")) if code else ""
     self_score = parse_self_eval(text) if code and code.get("status") == "ok" else None
     files = code_files(text) if text else {}
@@ -389,14 +361,11 @@ def _agent_row(s: _State, agent: str, verdicts: Sequence[Mapping[str, Any]],
         "code_scores": {d: _num(v) for d, v in code_scores.items()} if code_scores else None,
         "test_scores": {d: _num(v) for d, v in test_scores.items()} if test_scores else None,
         "judges": code_judges,
-        "time_s": _num(time_s),
+        "time_s": usage["time_s"],
         "code_time_s": _num(code.get("wall_s")) if code else None,
         "timed_out": bool(code and code.get("status") == "timeout"),
-        "cost_usd": _num(cost),
-        "cost_source": "none" if not own else ("mixed" if len(cost_sources) > 1 else cost_sources[0]),
-        "tokens_in": None if tin is None else int(tin),
-        "tokens_out": None if tout is None else int(tout),
-        "tokens_estimated": tokens_estimated,
+        **{k: usage[k] for k in ("cost_usd", "cost_source", "tokens_in", "tokens_out",
+                                 "tokens_estimated")},
         "compile_ok": python_syntax_ok(files) if files else None,
         "tests_pass": _tests_pass(tests_row),
         "tests_counts": (tests_row or {}).get("counts") if tests_row and tests_row.get("ran") else None,
@@ -412,6 +381,45 @@ def _agent_row(s: _State, agent: str, verdicts: Sequence[Mapping[str, Any]],
         "error": code.get("error") if code else None,
         "notes": notes,
         "excerpt": text[:EXCERPT_CHARS],
+    }
+
+
+def _status_and_quality(code: Mapping[str, Any] | None, tests_resp: Mapping[str, Any] | None,
+                        code_c: float | None, test_c: float | None, with_tests: bool,
+                        notes: list[str]) -> tuple[str, int | None]:
+    """An agent's status (scored, unscored, timeout, failed) and quality; why, in ``notes``."""
+    if code is None:
+        notes.append("no response was recorded")
+        return "failed", None
+    if code.get("status") == "timeout":
+        return "timeout", None
+    if code.get("status") != "ok":
+        return "failed", None
+    if code_c is None:
+        return "unscored", None
+    if not with_tests:
+        return "scored", quality(code_c)
+    if tests_resp is None or tests_resp.get("status") != "ok":
+        notes.append("the tests round did not answer; tests count 0")
+        return "scored", quality(code_c, 0.0, with_tests=True)
+    if test_c is None:
+        notes.append("no judge scored the tests")
+        return "unscored", None
+    return "scored", quality(code_c, test_c, with_tests=True)
+
+
+def _usage(own: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Time, cost and tokens summed over an agent's own rounds, and where the figures came from."""
+    cost_sources = sorted({str(r.get("cost_source", "none")) for r in own})
+    tin = _sum(r.get("tokens_in") for r in own)
+    tout = _sum(r.get("tokens_out") for r in own)
+    return {
+        "time_s": _num(_sum(r.get("wall_s") for r in own)),
+        "cost_usd": _num(_sum(r.get("cost_usd") for r in own)),
+        "cost_source": "none" if not own else ("mixed" if len(cost_sources) > 1 else cost_sources[0]),
+        "tokens_in": None if tin is None else int(tin),
+        "tokens_out": None if tout is None else int(tout),
+        "tokens_estimated": any(r.get("tokens_source") == "estimated" for r in own),
     }
 
 
