@@ -259,3 +259,33 @@ def test_qwen_uses_the_openai_auth_type_with_the_key_in_its_variable(
     margv = list(mini_inv.argv)
     assert margv[margv.index("model.model_kwargs.api_base=http://127.0.0.1:3/v1") - 1] == "-c"
     assert KEY not in " ".join(margv) and mini_inv.env["OPENAI_API_KEY"] == KEY
+
+
+def test_opencode_events_give_steps_exact_tokens_and_cost(tmp_path: Path) -> None:
+    """opencode --format json: tool_use parts, text, per-step tokens (cache and reasoning
+    counted) and costs summed; error events surface as output."""
+    from ledger.run.agents.parsers import OpencodeParser
+
+    parser = OpencodeParser("openai/gpt-4o-mini")
+    lines = [
+        {"type": "step_start", "part": {}},
+        {"type": "tool_use", "part": {"tool": "read", "state": {
+            "status": "completed", "input": {"filePath": "/w/a.py"}, "output": "x = 1"}}},
+        {"type": "step_finish", "part": {"tokens": {"input": 900, "output": 40, "reasoning": 10,
+                                                    "cache": {"read": 100, "write": 0}},
+                                         "cost": 0.001}},
+        {"type": "tool_use", "part": {"tool": "bash", "state": {
+            "status": "error", "input": {"command": "false"}, "error": "exit 1"}}},
+        {"type": "text", "part": {"text": "Done."}},
+        {"type": "error", "error": {"name": "APIError", "data": {"message": "Cannot connect"}}},
+        {"type": "step_finish", "part": {"tokens": {"input": 50, "output": 5}, "cost": 0.0005}},
+    ]
+    events = [ev for line in lines for ev in parser.feed_line(json.dumps(line))]
+    assert [(k, d.get("tool"), d.get("is_error")) for k, d in events] == [
+        ("tool.call", "read", None), ("tool.result", "read", False),
+        ("tool.call", "bash", None), ("tool.result", "bash", True),
+        ("agent.output", None, None), ("agent.output", None, None)]
+    assert events[-1][1]["text"] == "[error] Cannot connect"
+    usage = parser.finish()
+    assert (usage.tokens_in, usage.tokens_out, usage.model) == (1050, 55, "openai/gpt-4o-mini")
+    assert usage.cost_usd == pytest.approx(0.0015)

@@ -557,3 +557,40 @@ class MiniSweAgentParser:
     def finish(self) -> Usage:
         self.flush()
         return self.usage
+
+
+class OpencodeParser(JsonLinesParser):
+    """``opencode run --format json`` (1.18): ``tool_use`` parts (tool, ``state.input``,
+    ``state.output``, ``state.status``), ``text`` parts, ``step_finish`` with each step's
+    ``tokens`` {input, output, reasoning, cache{read, write}} and ``cost``, ``error`` events."""
+
+    def handle(self, obj: dict[str, Any]) -> list[Event]:
+        t = obj.get("type")
+        part = obj.get("part") if isinstance(obj.get("part"), dict) else {}
+        events: list[Event] = []
+        if t == "tool_use":
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            tool = str(part.get("tool", ""))
+            events.append(("tool.call", {"tool": tool, "input": state.get("input", {})}))
+            if state.get("status") in ("completed", "error"):
+                output = state.get("output") if state.get("status") == "completed" else state.get("error")
+                events.append(("tool.result", {"tool": tool, "output": _text_of(output),
+                                               "is_error": state.get("status") == "error"}))
+        elif t == "text" and isinstance(part.get("text"), str):
+            events.append(_out(part["text"]))
+        elif t == "step_finish":
+            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            self.usage.tokens_in = (self.usage.tokens_in or 0) + _int(tokens.get("input")) \
+                + _int(cache.get("read")) + _int(cache.get("write"))
+            self.usage.tokens_out = (self.usage.tokens_out or 0) + _int(tokens.get("output")) \
+                + _int(tokens.get("reasoning"))
+            cost = part.get("cost")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                self.usage.cost_usd = (self.usage.cost_usd or 0.0) + float(cost)
+        elif t == "error":
+            err = obj.get("error")
+            data = err.get("data") if isinstance(err, dict) else None
+            message = data.get("message") if isinstance(data, dict) else err
+            events.append(_out(f"[error] {_text_of(message)}"))
+        return events

@@ -38,6 +38,7 @@ from ledger.run.agents.parsers import (
     CursorParser,
     GeminiParser,
     MiniSweAgentParser,
+    OpencodeParser,
 )
 from ledger.run.contracts import AttemptContext, OutputParser
 
@@ -450,6 +451,57 @@ def build_qwen(prog: str, ctx: AttemptContext, model: str | None,
     return argv, env
 
 
+OPENCODE_PROVIDER_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com",
+                           "google": "generativelanguage.googleapis.com",
+                           "openrouter": "openrouter.ai", "opencode": "opencode.ai"}
+
+
+def opencode_endpoints(model: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The API of the provider the ``provider/model`` names (OpenAI without a model);
+    ``OPENAI_BASE_URL``; and the npm registry: a fresh config home makes opencode 1.18 install
+    its ``@opencode-ai/plugin`` package there at start, whatever the flags say."""
+    provider = (model or "openai/").split("/", 1)[0].lower()
+    host = OPENCODE_PROVIDER_HOSTS.get(provider, "api.openai.com")
+    return _with_base_urls((host, "registry.npmjs.org"), env, ("OPENAI_BASE_URL",))
+
+
+def build_opencode(prog: str, ctx: AttemptContext, model: str | None,
+                   access: ModelAccess) -> tuple[list[str], dict[str, str]]:
+    """opencode 1.18 ``run --pure --format json``: its config (``OPENCODE_CONFIG_CONTENT``) allows
+    edits, shell commands and paths outside the project (headless, a question is a rejection),
+    turns auto-update, sharing, default plugins and LSP downloads off, and points the model's provider at the
+    base URL; the session gets a title, so no second model call makes one; model-list downloads
+    are off; every state folder is in the private home."""
+    home = Path(ctx.home)
+    home.mkdir(parents=True, exist_ok=True)
+    provider = (model or "openai/").split("/", 1)[0] or "openai"
+    config: dict[str, Any] = {"permission": {"edit": "allow", "bash": "allow", "webfetch": "allow",
+                                             "external_directory": "allow"},
+                              "autoupdate": False, "share": "disabled"}
+    options: dict[str, Any] = {}
+    if access.base_url:
+        options["baseURL"] = access.base_url
+    if access.api_key:
+        options["apiKey"] = "{env:LEDGER_OPENCODE_API_KEY}"
+    if options:
+        config["provider"] = {provider: {"options": options}}
+    argv = [prog, "run", "--pure", "--format", "json", "--title", f"ledger {ctx.task_id}"]
+    if model:
+        argv += ["-m", model]
+    argv.append(prompt_arg(ctx.prompt))
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_CACHE_HOME": str(home / ".cache"),
+           "XDG_STATE_HOME": str(home / ".local" / "state"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+           "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1", "NO_COLOR": "1",
+           "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+           "OPENCODE_CONFIG_CONTENT": json.dumps(config)}
+    if access.api_key:
+        env["LEDGER_OPENCODE_API_KEY"] = access.api_key
+        if provider == "openai":
+            env["OPENAI_API_KEY"] = access.api_key
+    return argv, env
+
+
 def venv_dist_version(program: str, dist: str) -> str | None:
     """``DIST VERSION`` from the metadata of the virtualenv a program lives in (``mini --version``
     imports litellm first: often slower than the version timeout)."""
@@ -506,6 +558,9 @@ PRESETS: dict[str, Preset] = {
                     "Aider, --message-file; exact tokens from its analytics log, cost reported",
                     aider_endpoints, ("OPENAI_API_BASE", "OPENAI_BASE_URL"), ("OPENAI_API_KEY",),
                     "openai"),
+    "opencode": Preset("opencode", ("opencode",), ("opencode",), build_opencode, OpencodeParser,
+                       "opencode, run --format json; exact tokens and cost per step",
+                       opencode_endpoints, ("OPENAI_BASE_URL",), ("OPENAI_API_KEY",), "openai"),
     "qwen": Preset("qwen", ("qwen",), ("qwen",), build_qwen, ClaudeParser,
                    "Qwen Code, stream-json (Claude Code's shape); exact tokens, priced",
                    qwen_endpoints, ("OPENAI_BASE_URL",), ("OPENAI_API_KEY",), "openai"),
@@ -518,4 +573,5 @@ PRESETS: dict[str, Preset] = {
                              ("OPENAI_API_KEY",), "openai",
                              installed_version=lambda p: venv_dist_version(p, "mini-swe-agent")),
 }
-PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider", "qwen", "mini-swe-agent")
+PRESET_ORDER = ("claude", "codex", "gemini", "cursor-agent", "aider", "opencode", "qwen",
+                "mini-swe-agent")

@@ -111,6 +111,12 @@ CLIS: dict[str, Cli] = {
                                            "instruction": "implement clamp",
                                            "old_string": OLD, "new_string": NEW}),
         shell=_gemini_shell),
+    "opencode": Cli(
+        "opencode", "opencode", "openai/gpt-4o-mini", "reported",
+        read=lambda: tool_call("read", {"filePath": "{worktree}/" + FILE}),
+        edit=lambda: tool_call("edit", {"filePath": "{worktree}/" + FILE, "oldString": OLD,
+                                        "newString": NEW}),
+        shell=lambda cmd: tool_call("bash", {"command": cmd, "description": "look at a file"})),
     "qwen": Cli(
         "qwen", "qwen", "gpt-4o-mini", "priced",
         read=lambda: tool_call("read_file", {"file_path": "{worktree}/" + FILE}),

@@ -37,6 +37,10 @@ KEY = "sk-conformance-0123456789abcdef"
 RUN_TIMEOUT_S = 240
 LEDGER = [sys.executable, "-c", "from cli.main import main; main()"]
 STRACE_OK, STRACE_WHY = strace_status()
+# The agent sandbox has no network yet but its own loopback (its proxy is still to land), so the
+# CLIs could not reach the scripted server on the host's 127.0.0.1: they run unsandboxed here,
+# observed by strace as before (the attestation records isolation "none").
+SANDBOX = ("--sandbox", "none")
 
 
 def solution_file() -> str:
@@ -104,7 +108,7 @@ def run_cli(tmp_path: Path, cli: Cli, program: str, script: list[Turn], *,
         extra = {k: v.replace("{origin}", server.origin) for k, v in (env or {}).items()}
         proc = subprocess.run(
             [*LEDGER, "--ledger", str(root / ".ledger"), "run", "--task", TASK, "--agent",
-             f"{cli.name}:{cli.model}", "--trace", "strace", "--json",
+             f"{cli.name}:{cli.model}", "--trace", "strace", "--json", *SANDBOX,
              "--timeout", "180", *(a.replace("{origin}", server.origin) for a in args)],
             capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=root,
             env=environment(root, extra), check=False)
@@ -169,6 +173,7 @@ VENDOR_ENV = {
     "aider": {"OPENAI_API_BASE": "{origin}/v1", "OPENAI_API_KEY": KEY},
     "mini-swe-agent": {"OPENAI_API_BASE": "{origin}/v1", "OPENAI_API_KEY": KEY},
     "qwen": {"OPENAI_BASE_URL": "{origin}/v1", "OPENAI_API_KEY": KEY},
+    "opencode": {"OPENAI_BASE_URL": "{origin}/v1", "OPENAI_API_KEY": KEY},
 }
 
 
