@@ -43,6 +43,9 @@ class Usage:
     model: str | None = None
     model_calls: int | None = None  # model calls answered with success (None = not observable)
     agent_error: dict[str, str] | None = None  # {kind, detail}: the agent never reached its model
+    # {model: (tokens_in, tokens_out)} when the agent names several models that answered (gemini
+    # routes through a small model first): each is priced at its own rate
+    by_model: dict[str, tuple[int, int]] | None = None
 
 
 class OutputParser(Protocol):

@@ -172,7 +172,8 @@ def find_price(name: str | None, pricing: Mapping[str, Price]) -> tuple[str, Pri
 def estimate_cost(usage: Usage, model: str | None = None, *,
                   pricing: Mapping[str, Price] | None = None) -> tuple[float | None, str]:
     """``(cost_usd, source)``: ``reported`` by the agent; ``priced`` from tokens x the price of
-    the model the agent named (``usage.model``); ``estimated`` from tokens x the price of
+    the model the agent named (``usage.model``; each model at its own price when the agent
+    reports tokens per model, ``usage.by_model``, and all of them are in the table); ``estimated`` from tokens x the price of
     ``model``, a fallback (a model or an agent name) for when ``usage.model`` is unknown or not in
     the table; else ``none``.
     """
@@ -181,6 +182,11 @@ def estimate_cost(usage: Usage, model: str | None = None, *,
     if usage.tokens_in is None and usage.tokens_out is None:
         return None, "none"
     table = pricing if pricing is not None else builtin_pricing()
+    if usage.by_model:
+        found_all = [(find_price(name, table), tin, tout)
+                     for name, (tin, tout) in sorted(usage.by_model.items())]
+        if all(f is not None for f, _i, _o in found_all):
+            return sum(f[1].cost(tin, tout) for f, tin, tout in found_all if f), "priced"
     named = find_price(usage.model, table)
     if named is not None:
         return named[1].cost(usage.tokens_in or 0, usage.tokens_out or 0), "priced"

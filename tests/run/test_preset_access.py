@@ -289,3 +289,25 @@ def test_opencode_events_give_steps_exact_tokens_and_cost(tmp_path: Path) -> Non
     usage = parser.finish()
     assert (usage.tokens_in, usage.tokens_out, usage.model) == (1050, 55, "openai/gpt-4o-mini")
     assert usage.cost_usd == pytest.approx(0.0015)
+
+
+def test_gemini_router_and_main_model_are_each_priced_at_their_rate() -> None:
+    """gemini routes through a small model first: result.stats.models names both, and the cost
+    prices each at its own rate (not everything at the main model's)."""
+    from ledger.run.agents.parsers import GeminiParser
+    from ledger.run.costs import estimate_cost
+
+    parser = GeminiParser(None)
+    parser.feed_line(json.dumps({"type": "init", "model": "auto"}))
+    parser.feed_line(json.dumps({"type": "result", "status": "success", "stats": {
+        "input_tokens": 1_100_000, "output_tokens": 1_010_000, "models": {
+            "gemini-2.5-flash-lite": {"input_tokens": 100_000, "output_tokens": 10_000},
+            "gemini-2.5-pro": {"input_tokens": 1_000_000, "output_tokens": 1_000_000}}}}))
+    usage = parser.finish()
+    assert usage.by_model == {"gemini-2.5-flash-lite": (100_000, 10_000),
+                              "gemini-2.5-pro": (1_000_000, 1_000_000)}
+    cost, source = estimate_cost(usage, "gemini")
+    assert source == "priced"
+    assert cost == pytest.approx(0.1 * 0.1 + 0.01 * 0.4 + 1.25 + 10.0)
+    usage.by_model = {"gemini-2.5-pro": (1, 1), "mystery-router": (1, 1)}
+    assert estimate_cost(usage, "gemini")[1] == "estimated"  # one unknown: no per-model price

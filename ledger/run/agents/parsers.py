@@ -327,6 +327,10 @@ class GeminiParser(JsonLinesParser):
             models = stats.get("models")
             if isinstance(models, dict) and len(models) == 1 and self.usage.model in (None, "auto"):
                 self.usage.model = next(iter(models))
+            elif isinstance(models, dict) and len(models) > 1:  # a router model answered too
+                self.usage.by_model = {
+                    str(name): (_int(m.get("input_tokens")), _int(m.get("output_tokens")))
+                    for name, m in models.items() if isinstance(m, dict)}
             if obj.get("status") == "error":
                 err = obj.get("error")
                 events.append(_out(f"[result error] {_text_of(err.get('message') if isinstance(err, dict) else err)}"))
