@@ -27,7 +27,7 @@ from ledger.run.agents import resolve_agent
 from ledger.run.agents.http import HttpAgent, url_endpoint
 from ledger.run.config import parse_config
 from ledger.run.trace import strace_status
-from tests.agents.scripted_model import Turn, fail, say, script_totals, tool_call
+from tests.agents.scripted_model import Turn, drop, fail, say, script_totals, tool_call
 from tests.doc_tables import documented_fields
 
 VOCAB = Path(__file__).resolve().parents[2] / "docs" / "VOCABULARY.md"
@@ -295,6 +295,16 @@ def test_retries_are_bounded(tmp_path: Path, scripted_model: Any) -> None:
     assert code == 3
     assert len(server.requests) == 3
     assert of(lines, "agent.error")[0]["kind"] == "model_error"
+
+
+def test_dropped_connection_is_retried(tmp_path: Path, scripted_model: Any) -> None:
+    """A connection closed without an answer is retried like a 5xx."""
+    server = scripted_model([drop(), tool_call("submit", {})])
+    code, lines, _took = run_loop(tmp_path, server.base_url)
+    assert code == 0
+    tries = of(lines, "model.response")
+    assert [(t["try"], t["status"]) for t in tries] == [(1, 0), (2, 200)]
+    assert "RemoteDisconnected" in tries[0]["error"]
 
 
 def test_server_down_is_unreachable_quickly(tmp_path: Path, scripted_model: Any) -> None:

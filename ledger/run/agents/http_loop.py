@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import http.client
 import json
 import os
 import signal
@@ -218,7 +219,8 @@ class Client:
                 error = error or f"HTTP {exc.code}"
                 retry_after = _retry_after(exc.headers)
                 kind = "auth_rejected" if exc.code in (401, 403) else "model_error"
-            except (urllib.error.URLError, OSError) as exc:
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                # no (complete) answer: refused, reset, timed out, cut short, a bad status line
                 reason = getattr(exc, "reason", exc)
                 error = f"{type(reason).__name__}: {reason}"
             except ValueError as exc:
