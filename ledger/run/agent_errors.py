@@ -123,8 +123,9 @@ def classify(agent_kind: str, outcome: ProcessOutcome, events: Iterable[Event] =
     if outcome.agent_error:
         return dict(outcome.agent_error)
     failed = outcome.timed_out or outcome.signal is not None or outcome.exit_code != 0
-    texts = [outcome.stdout_text, outcome.stderr_text,
-             *(str(d.get("text", "")) for k, d in events if k == "agent.output")]
+    # the transcript's own words first (short and readable), then stderr, then raw stdout
+    texts = [*(str(d.get("text", "")) for k, d in events if k == "agent.output"),
+             outcome.stderr_text, outcome.stdout_text]
     for sign in ("auth_rejected", "unreachable"):
         for text in texts:
             for line in text.splitlines():

@@ -64,6 +64,15 @@ def test_classify(name: str) -> None:
     assert (got["kind"] if got else None) == expected
 
 
+def test_detail_prefers_the_transcript_words() -> None:
+    """The detail quotes the parsed transcript line, not the raw JSON it came from."""
+    raw = '{"type":"assistant","message":{"content":"API Error: Unable to connect (ConnectionRefused)"}}'
+    got = classify("cli", outcome(stdout=raw + "\n", events=[
+        ("agent.output", {"text": "[api error] API Error: Unable to connect (ConnectionRefused)"})]))
+    assert got == {"kind": "unreachable",
+                   "detail": "[api error] API Error: Unable to connect (ConnectionRefused)"}
+
+
 def test_line_signs() -> None:
     """Connection and auth failures are recognised in common CLI wordings; others are not."""
     assert line_sign('{"type":"error","message":"Reconnecting... 2/5 (error sending request)"}') \
