@@ -69,20 +69,24 @@ def write_toml(home: Path, text: str) -> None:
 # --------------------------------------------------------------------------- run level
 
 
-def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_http_agent_solves_smoke_task(tmp_path: Path, scripted_model: Any) -> None:
     """Edits pass the hidden tests; tokens equal the script; every turn journaled; verify+replay."""
     script = solve_script()
     server = scripted_model(script, api_key=KEY)
-    monkeypatch.setenv(KEY_ENV, KEY)
     home = tmp_path / ".ledger"
     write_toml(home, f'[agents.local]\nkind = "http"\nmodel = "gpt-4o-mini"\n'
                      f'base_url = "{server.base_url}"\napi_key_env = "{KEY_ENV}"\n')
     trace = "strace" if STRACE_OK else "none"
-    result = ledger(home, "run", "--task", "add-clamp", "--agent", "local", "--trace", trace,
-                    "--sandbox", "none", "--json")
-    assert result.exit_code == 0, result.output
-    attempt = json.loads(result.stdout)["attempts"][0]
+    # A process of its own, with the key in its environment as a user's shell would have it (the
+    # run's worker processes start from the environment of the process that runs ledger).
+    proc = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "--ledger", str(home), "run",
+         "--task", "add-clamp", "--agent", "local", "--trace", trace, "--sandbox", "none",
+         "--json"],
+        env={**os.environ, KEY_ENV: KEY}, cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    attempt = json.loads(proc.stdout)["attempts"][0]
     assert attempt["outcome"] == "passed" and attempt["hidden_passed"] is True
     if STRACE_OK:  # observed, and its connections to the model endpoint are allowed
         assert attempt["attestation"] == "CLEAN", attempt
