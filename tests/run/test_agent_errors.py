@@ -136,3 +136,49 @@ def test_cli_retrying_a_dead_endpoint_is_stopped_early(tmp_path: Path) -> None:
     assert not out.timed_out
     assert out.agent_error is not None and out.agent_error["kind"] == "unreachable"
     assert classify("cli", out) == out.agent_error
+
+
+RETRYING_CLI = """\
+import sys, time
+if sys.argv[1:] == ["--version"]:
+    print("codex-cli 0.0.0 (fake, retries a dead endpoint)")
+    sys.exit(0)
+for i in range(100000):
+    print('{"type":"error","message":"Reconnecting... %d/5 (stream disconnected before '
+          'completion: error sending request for url (http://127.0.0.1:9/v1/responses))"}' % i,
+          flush=True)
+    time.sleep(0.25)
+"""
+
+
+@pytest.mark.slow
+def test_ledger_run_stops_a_cli_that_never_reaches_its_model(tmp_path: Path) -> None:
+    """A codex-like CLI that keeps retrying a dead endpoint: stopped after the watch's window,
+    agent_error unreachable, one summary line, exit 3, long before the task's 180 s budget."""
+    import json
+    import os
+    import subprocess
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    program = bindir / "codex"
+    program.write_text(f"#!{sys.executable}\n" + RETRYING_CLI)
+    program.chmod(0o755)
+    home = tmp_path / ".ledger"
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", "from cli.main import main; main()", "--ledger", str(home), "run",
+         "--task", "add-clamp", "--agent", "codex", "--trace", "none", "--sandbox", "none"],
+        env={**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"},
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - start
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert took < 120
+    assert "agent codex: never reached its model in 1 of 1 attempt(s) (unreachable:" in proc.stdout
+    from ledger.journal.journal import Journal
+
+    with Journal.open(home / "journal.db") as j:
+        finished = next(e.data for e in j.entries() if e.kind == "agent.finished")
+    assert finished["timed_out"] is False and finished["wall_s"] < 60
+    assert finished["agent_error"]["kind"] == "unreachable"
+    assert "stopped early" in json.dumps(finished["agent_error"])
