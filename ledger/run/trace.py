@@ -150,6 +150,9 @@ _FD = re.compile(r"^(-?\d+|AT_FDCWD)(?:<(.*)>)?$", re.DOTALL)
 _STRING = re.compile(r'^@?"([^"\\]*(?:\\.[^"\\]*)*)"(\.\.\.)?$', re.DOTALL)
 _ESC = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
 _ALL_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2})*")
+_OPENAT_ARGS = re.compile(  # dirfd, "path", flags[, mode]) rest -- strings and <paths> as -xx prints them
+    r'((?:AT_FDCWD|-?\d+)(?:<[^<>"]*>)?), ("[^"\\]*(?:\\x[0-9a-fA-F]{2}[^"\\]*)*"), ([A-Z0-9_|]+)'
+    r'(?:, (0[0-7]*))?\)(.*)$', re.DOTALL)
 _ARG_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[()\[\]{},]')  # unrolled: fast on -xx
 _SIMPLE_ESC = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a",
                b"b": b"\b", b"e": b"\x1b"}
@@ -246,8 +249,13 @@ class Syscall:
         return self.errno is None and self.ret != "-1"
 
 
-def iter_syscalls(lines: Iterable[str]) -> Iterator[Syscall]:
-    """Complete syscalls from strace ``-f -ttt`` lines, joining ``unfinished``/``resumed`` pairs."""
+def iter_syscalls(lines: Iterable[str], *, skip_failed: frozenset[str] = frozenset()
+                  ) -> Iterator[Syscall]:
+    """Complete syscalls from strace ``-f -ttt`` lines, joining ``unfinished``/``resumed`` pairs.
+
+    Calls named in ``skip_failed`` that returned -1 are dropped before their arguments are
+    split (a Python import fails dozens of opens while it searches ``sys.path``).
+    """
     pending: dict[int, str] = {}
     for raw in lines:
         line = raw.rstrip("\n")
@@ -269,7 +277,18 @@ def iter_syscalls(lines: Iterable[str]) -> Iterator[Syscall]:
         c = _CALL.match(body)
         if not c:
             continue
-        args, rest = split_args(c.group(2))
+        if c.group(1) in skip_failed:
+            failed = body.rfind(") = -1 ")
+            if failed > 0 and failed > body.rfind('"'):
+                continue
+        fast = _OPENAT_ARGS.match(c.group(2)) if c.group(1) == "openat" else None
+        if fast is not None:  # the common case, without the general splitter
+            args = [fast.group(1), fast.group(2), fast.group(3)]
+            if fast.group(4) is not None:
+                args.append(fast.group(4))
+            rest = fast.group(5)
+        else:
+            args, rest = split_args(c.group(2))
         rm = _RET.match(rest)
         if not rm:
             continue
@@ -522,12 +541,16 @@ class _Builder:
             if not sc.ok:
                 return []
             p_idx, fd_idx = (0, None) if name in ("open", "creat") else (1, 0)
-            named_res = self.path_arg(sc, p_idx, fd_idx)
-            if named_res is None:
-                return []
-            named, resolved = named_res
-            if sc.ret_path is not None and sc.ret_path.startswith(b"/"):
-                resolved = sc.ret_path
+            if sc.ret_path is not None and sc.ret_path.startswith(b"/"):  # -y: the kernel's path
+                named_raw = decode_string(sc.args[p_idx]) if p_idx < len(sc.args) else None
+                if named_raw is None:
+                    return []
+                named, resolved = named_raw, sc.ret_path
+            else:
+                named_res = self.path_arg(sc, p_idx, fd_idx)
+                if named_res is None:
+                    return []
+                named, resolved = named_res
             if name == "creat":
                 flags = "O_WRONLY|O_CREAT|O_TRUNC"
             elif name == "openat2":
@@ -620,13 +643,16 @@ _PATH_WRITES: dict[str, list[tuple[int, int | None]]] = {
 }
 
 
+_SKIP_FAILED = frozenset({"open", "openat", "openat2", "creat", "execve", "execveat"})
+
+
 def iter_events(lines: Iterable[str], opts: TraceOptions) -> Iterator[tuple[float, Event]]:
     """Activity events, each with its strace timestamp (unix seconds), in log order, in one
     streaming pass over ``lines``; the ``fs.read.summary`` of folded reads comes last, stamped
     with the time of the last syscall."""
     builder = _Builder(opts)
     last = 0.0
-    for sc in iter_syscalls(iter(lines)):
+    for sc in iter_syscalls(iter(lines), skip_failed=_SKIP_FAILED):
         last = sc.ts
         for ev in builder.events(sc):
             yield sc.ts, ev
