@@ -63,7 +63,10 @@ class Commitment:
     process salts its hashes differently), and a commitment read back from the journal has
     none. They change speed, not results: a text whose windows miss them costs no HMAC, and one
     with no run of ``window`` tokens that all occur in secret windows (``token_prefilter``) not
-    even a tuple hash.
+    even a tuple hash. Every token of a committed window occurs in a text that holds it
+    (``window_token_sets``: each secret window's set of token hashes), and a committed file has
+    a length in ``file_lengths``: a text whose set of token hashes contains no window's set (a
+    caller may keep that set per file) is passed at once.
     """
 
     window: int
@@ -79,12 +82,15 @@ class Commitment:
     path_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
     context_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
     token_prefilter: frozenset[int] | None = field(default=None, compare=False, repr=False)
+    window_token_sets: frozenset[frozenset[int]] | None = field(default=None, compare=False,
+                                                                repr=False)
+    file_lengths: frozenset[int] | None = field(default=None, compare=False, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the prefilters: their hashes are only valid in this process."""
         state = dict(self.__dict__)
         for name in ("window_prefilter", "file_prefilter", "path_prefilter", "context_prefilter",
-                     "token_prefilter"):
+                     "token_prefilter", "window_token_sets", "file_lengths"):
             state[name] = None
         return state
 
@@ -345,4 +351,6 @@ def build_commitment(
         path_prefilter=frozenset(tid(dg.last_component(p)) for _, p in path_forms),
         context_prefilter=frozenset(hash(tuple(tid(t) for t in w)) for w in secret_context),
         token_prefilter=frozenset(tid(t) for w in secret_windows for t in w),
+        window_token_sets=frozenset(frozenset(map(tid, w)) for w in secret_windows),
+        file_lengths=frozenset(len(f) for f in secret_files),
     )

@@ -132,6 +132,8 @@ class Redactor:
         self._context = commitment.context
         self._cpre = commitment.context_prefilter
         self._tpre = commitment.token_prefilter
+        self._wsets = commitment.window_token_sets
+        self._flen = commitment.file_lengths
         self._run = b"\x01" * self._n
         self._enc: dict[str, bytes] = {}
 
@@ -186,7 +188,7 @@ class Redactor:
         return hits
 
     def _file_hit(self, toks: Sequence[str], ids: Sequence[int] | None = None) -> bytes | None:
-        if not self._files:
+        if not self._files or (self._flen is not None and len(toks) not in self._flen):
             return None
         if self._fpre is not None:
             if ids is None:
@@ -284,17 +286,21 @@ class Redactor:
         """Committed digests found in ``text``: windows, a whole file, and redaction markers."""
         return sorted(self.digests(text))
 
-    def evidence(self, text: str, tokens: Sequence[str] | None = None) -> str:
+    def evidence(self, text: str, tokens: Sequence[str] | None = None,
+                 token_set: frozenset[int] | None = None) -> str:
         """The markers of every committed digest found in ``text`` (windows, a whole file, markers
         it already holds), sorted by digest, concatenated; "" when none. This is what a read
         outside the worktree keeps instead of its content: the scan and a key-free verifier read
         the digests back from the markers, and no plaintext is kept. ``tokens``: see
         ``digests``."""
-        return "".join(dg.marker(d) for d in sorted(self.digests(text, tokens)))
+        return "".join(dg.marker(d) for d in sorted(self.digests(text, tokens, token_set)))
 
-    def digests(self, text: str, tokens: Sequence[str] | None = None) -> set[bytes]:
+    def digests(self, text: str, tokens: Sequence[str] | None = None,
+                token_set: frozenset[int] | None = None) -> set[bytes]:
         """Committed digests in ``text``. ``tokens``: ``dg.tokens`` of the text when the caller
-        has them already (a cached file); ``text`` is then only searched for markers."""
+        has them already (a cached file); ``text`` is then only searched for markers.
+        ``token_set``: ``frozenset(map(hash, tokens))``, kept by a caller that sees the same
+        text again: a text that cannot hold a window is then passed at once."""
         if not isinstance(text, str):
             return set()
         found = self._marker_digests(text)
@@ -304,9 +310,10 @@ class Redactor:
             toks: Sequence[str] = dg.tokens(text)
         else:
             toks = tokens
-        ids = self._token_ids(toks) if self._wpre is not None else None
-        found.update(d for _, d in self._window_hits(toks, ids))
-        f = self._file_hit(toks, ids)
+        if (token_set is None or self._wsets is None
+                or any(ws <= token_set for ws in self._wsets)):
+            found.update(d for _, d in self._window_hits(toks))
+        f = self._file_hit(toks)
         if f is not None:
             found.add(f)
         return found

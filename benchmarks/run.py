@@ -138,7 +138,8 @@ def traced_smoke() -> dict[str, Any]:
         rows = []
         for aid, p in sorted(per.items()):
             f = timing_runner.child_file(children, aid)
-            intervals = json.loads(f.read_text()) if f.exists() else []
+            timing = json.loads(f.read_text()) if f.exists() else {}
+            intervals = timing.get("children", [])
             waited = timing_runner.union_s(intervals, p["start"], p["end"])
             wall_ms = 1000 * (p["end"] - p["start"])
             rows.append({
@@ -154,6 +155,13 @@ def traced_smoke() -> dict[str, Any]:
                 "status": p.get("status"),
                 "error": p.get("error"),
                 "top_kinds": dict(sorted(p["kinds"].items(), key=lambda kv: -kv[1])[:4]),
+                # where the harness time goes: the longest stretches without a child process,
+                # as [offset from attempt.started, length] in ms
+                # harness steps in the worker: [wall ms, CPU ms]
+                "steps_ms": {k: [round(1000 * w), round(1000 * c)]
+                             for k, (w, c) in sorted(timing.get("phases", {}).items())},
+                "largest_gaps_ms": [[round(1000 * o), round(1000 * n)] for o, n in sorted(
+                    timing_runner.gaps(intervals, p["start"], p["end"]), key=lambda g: -g[1])[:4]],
             })
     n = len(rows)
     out: dict[str, Any] = {

@@ -47,6 +47,8 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
 
     subprocess.Popen.__init__ = init  # type: ignore[method-assign]
     subprocess.Popen._handle_exitstatus = handle  # type: ignore[attr-defined]
+    phases: dict[str, list[float]] = {}
+    restore = _time_phases(phases)
     profile_dir = os.environ.get(PROFILE_ENV)
     try:
         if profile_dir:
@@ -61,9 +63,50 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
     finally:
         subprocess.Popen.__init__ = orig_init  # type: ignore[method-assign]
         subprocess.Popen._handle_exitstatus = orig_handle  # type: ignore[attr-defined]
+        restore()
         directory = os.environ.get(ENV)
         if directory:
-            child_file(Path(directory), plan.attempt_id).write_text(json.dumps(intervals))
+            child_file(Path(directory), plan.attempt_id).write_text(
+                json.dumps({"children": intervals, "phases": phases}))
+
+
+# Harness steps timed inside the worker (wall and CPU seconds): where the harness time goes.
+PHASES = {
+    "ledger.run.process": ("parse_strace_log", "_wait_tracer", "kill_attempt_processes",
+                           "_tracers"),
+    "ledger.run.attempt": ("load_plan_task", "_commit", "create_workspace", "take_diff",
+                           "install_hidden_tests"),
+}
+
+
+def _time_phases(phases: dict[str, list[float]]) -> Any:
+    import importlib
+
+    saved = []
+    for module_name, names in PHASES.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            fn = getattr(module, name, None)
+            if fn is None:
+                continue
+
+            def timed(*a: Any, _fn: Any = fn, _name: str = name, **k: Any) -> Any:
+                t, c = time.perf_counter(), time.process_time()
+                try:
+                    return _fn(*a, **k)
+                finally:
+                    acc = phases.setdefault(_name, [0.0, 0.0])
+                    acc[0] += time.perf_counter() - t
+                    acc[1] += time.process_time() - c
+
+            saved.append((module, name, fn))
+            setattr(module, name, timed)
+
+    def restore() -> None:
+        for module, name, fn in saved:
+            setattr(module, name, fn)
+
+    return restore
 
 
 def union_s(intervals: list[tuple[float, float]], start: float, end: float) -> float:
@@ -83,3 +126,18 @@ def union_s(intervals: list[tuple[float, float]], start: float, end: float) -> f
     if cur_s is not None:
         total += cur_e - cur_s
     return total
+
+
+def gaps(intervals: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    """The stretches of ``[start, end]`` no interval covers, as (offset from start, length)."""
+    out: list[tuple[float, float]] = []
+    pos = start
+    for s, e in sorted((max(s, start), min(e, end)) for s, e in intervals):
+        if e <= s:
+            continue
+        if s > pos:
+            out.append((pos - start, s - pos))
+        pos = max(pos, e)
+    if end > pos:
+        out.append((pos - start, end - pos))
+    return out

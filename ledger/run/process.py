@@ -262,24 +262,35 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _is_tracer(pid: int, needle: bytes) -> bool:
+    """A live (not zombie) process whose command line names the log ``needle``."""
+    if not _cmdline_has(pid, needle):
+        return False
+    st = _proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X", "x")
+
+
 def _tracers(log_path: Path) -> list[int]:
     needle = str(log_path).encode()
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid() and _cmdline_has(int(name), needle):
-            st = _proc_stat(int(name))
-            if st is not None and st[0] not in ("Z", "X", "x"):
-                out.append(int(name))
-    return out
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc")
+            if name.isdigit() and int(name) != me and _is_tracer(int(name), needle)]
 
 
-def _wait_tracer(log_path: Path, timeout: float = 5.0) -> None:
+def _wait_tracer(log_path: Path, pids: Iterable[int] | None = None, timeout: float = 5.0) -> None:
+    """Wait until the tracer has written its log and exited (SIGKILL after ``timeout``).
+
+    ``pids``: the tracers found after the agent ended (they exist from before the agent started);
+    only those are watched, instead of reading every process's command line each round.
+    """
+    needle = str(log_path).encode()
+    left = list(pids) if pids is not None else _tracers(log_path)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _tracers(log_path):
-            return
-        time.sleep(0.01)
-    for pid in _tracers(log_path):
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if _is_tracer(pid, needle)]
+        if left:
+            time.sleep(0.002)
+    for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 
@@ -507,7 +518,7 @@ def run_agent_process(
 
     if log_path is not None and trace_dir is not None:
         try:
-            _wait_tracer(log_path)
+            _wait_tracer(log_path, tracer_exclude)
             opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
                                 evidence=evidence)
             parse_path = log_path

@@ -90,7 +90,8 @@ class Evidence(Protocol):
     markers of the committed digests found in a text ("" when none). ``tokens`` are the text's
     tokens when the caller has them (then ``text`` is only searched for markers)."""
 
-    def __call__(self, text: str, tokens: Sequence[str] | None = None, /) -> str: ...
+    def __call__(self, text: str, tokens: Sequence[str] | None = None,
+                 token_set: frozenset[int] | None = None, /) -> str: ...
 
 
 def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
@@ -339,6 +340,7 @@ class FileFacts:
     size: int | None
     sha256: str | None
     tokens: Sequence[str] | None = None
+    token_set: frozenset[int] | None = None  # hash() of the distinct tokens (in memory only)
     marker_text: str = ""
     scan_truncated: bool = False
 
@@ -382,7 +384,8 @@ def file_facts(path: bytes, scan_limit: int) -> FileFacts:
     else:
         cut = st.st_size > len(head)
         text = bytes(head).decode("utf-8", "ignore" if cut else "replace")
-        facts = FileFacts(st.st_size, h.hexdigest(), tuple(map(sys.intern, dg.tokens(text))),
+        toks = tuple(map(sys.intern, dg.tokens(text)))
+        facts = FileFacts(st.st_size, h.hexdigest(), toks, frozenset(map(hash, toks)),
                           text if "[redacted:" in text else "", cut)
     with _facts_lock:
         n = len(facts.tokens or ())
@@ -467,7 +470,7 @@ class _Builder:
         facts = file_facts(resolved, self.opts.scan_limit)
         evidence = ""
         if evidence_of is not None and facts.tokens is not None:
-            evidence = evidence_of(facts.marker_text, facts.tokens)
+            evidence = evidence_of(facts.marker_text, facts.tokens, facts.token_set)
         data: dict[str, Any] = {"size": facts.size}
         if evidence:
             data["evidence"] = evidence
