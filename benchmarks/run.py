@@ -37,8 +37,12 @@ sys.path.insert(0, str(ROOT))
 
 from ledger.home import LedgerHome  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
-from ledger.run.coordinator import execute_run  # noqa: E402
-from ledger.run.plan import RunRequest  # noqa: E402
+
+try:
+    from ledger.run.coordinator import execute_run
+    from ledger.run.plan import RunRequest
+except ImportError:  # the layout before issue 16 (to measure an older commit the same way)
+    from ledger.run.recorder import RunRequest, execute_run  # type: ignore[no-redef]
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after ROOT: benchmarks/attest.py must not shadow attest/
 import timing_runner  # noqa: E402

@@ -49,6 +49,7 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
     subprocess.Popen._handle_exitstatus = handle  # type: ignore[attr-defined]
     phases: dict[str, list[float]] = {}
     restore = _time_phases(phases)
+    cpu0 = time.process_time()
     profile_dir = os.environ.get(PROFILE_ENV)
     try:
         if profile_dir:
@@ -64,6 +65,7 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
         subprocess.Popen.__init__ = orig_init  # type: ignore[method-assign]
         subprocess.Popen._handle_exitstatus = orig_handle  # type: ignore[attr-defined]
         restore()
+        phases["worker_cpu_total"] = [0.0, time.process_time() - cpu0]
         directory = os.environ.get(ENV)
         if directory:
             child_file(Path(directory), plan.attempt_id).write_text(
