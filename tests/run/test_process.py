@@ -277,7 +277,8 @@ def test_strace_records_reads_outside_with_resolved_path(tmp_path: Path) -> None
     out = run_fake(tmp_path, "touch_files.py", "--read", "../task/tests/test_hidden.py",
                    "--read", "link.py", trace="strace",
                    capture_filter=lambda s: s.replace("42", "[gt]"),
-                   evidence=lambda text, tokens=None: "[gt]" if "42" in (tokens or ()) else "")
+                   evidence=lambda text, tokens=None, token_set=None: (
+                       "[gt]" if "42" in (tokens or ()) else ""))
     reads = [d for k, d in out.events if k == "fs.read" and d["resolved"] == str(hidden.resolve())]
     assert len(reads) == 1  # one event per path, however often it was opened
     assert reads[0]["in_worktree"] is False
