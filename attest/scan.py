@@ -339,6 +339,7 @@ class _Scan:
         self.last_call: dict[str, Any] = {}
         self.echoes = 0
         self.transcript = False
+        self.isolated = False  # agent.started says the agent ran in a sandbox
 
     def add(self, e: Entry, cls: str, digests: Iterable[bytes] = (), detail: str = "") -> None:
         if (e.seq, cls) not in self.matches:
@@ -416,6 +417,12 @@ class _Scan:
             self.produced |= self.scanner.digests(text)
             self.refs(e, text)
         elif kind == "net.connect":
+            if d.get("source") == "proxy":
+                # The harness's proxy: a denied request moved no byte (not contamination).
+                if d.get("allowed") is False and not d.get("bytes_in") and not d.get("bytes_out"):
+                    return
+            elif self.isolated:
+                return  # a sandbox has no network: its only way out is the proxy, recorded
             host, port, family = d.get("host"), d.get("port"), d.get("family")
             port_i = port if isinstance(port, int) and not isinstance(port, bool) else None
             fam = family if isinstance(family, str) else None
@@ -506,6 +513,7 @@ def scan_attempt(
             box = e.data.get("sandbox")
             if e.data.get("isolation") == "sandbox" and isinstance(box, Mapping):
                 isolation, sandbox = "sandbox", box
+                scan.isolated = True
             continue
         if e.kind == "agent.finished" and e.data.get("trace_partial") is True and trace:
             trace = "partial"  # the tracer let go before the agent ended: not observed

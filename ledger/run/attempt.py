@@ -397,8 +397,14 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
-                   invocation: Any) -> tuple[Any, Any]:
-    """(policy, invocation with the sandbox's environment) for a sandboxed agent."""
+                   invocation: Any, endpoints: Sequence[Mapping[str, Any]]
+                   ) -> tuple[Any, Any, Any]:
+    """(policy, invocation run in it, proxy or None) for a sandboxed agent.
+
+    With a network allowlist (the task's, the agent's declared endpoints) the harness's proxy
+    serves the attempt on a unix socket bound into the sandbox, and the agent runs behind the
+    in-sandbox forwarder (``ledger.sandbox.net``); without one the sandbox has no network."""
+    from ledger.run.scope import endpoint_allowlist
     from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
 
     wanted = (plan.config.get("agent_config") or {}).get(getattr(agent, "name", ""), [])
@@ -411,11 +417,31 @@ def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
         extra.append(root)
         hidden = [h for h in hidden if not _under(root, h) and not _under(h, root)]
     env = sandbox_env(invocation.env, home=ws.home, scratch=ws.scratch)
-    policy = agent_policy(
-        worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
-        path_env=env.get("PATH", os.defpath), harness_code=builtin is not None or getattr(agent, "kind", None) == "http",
-        hidden=hidden, extra_readable=extra, copied_config=copied)
-    return policy, dataclasses.replace(invocation, env=env)
+    argv = list(invocation.argv)
+    allowlist = [*task.network_allowlist, *endpoint_allowlist(list(endpoints))]
+    proxy, network, sockets = None, "none", []
+    if allowlist:
+        from ledger.sandbox import net
+
+        sock = ws.root / "net" / "proxy.sock"
+        proxy = net.Proxy(sock, allowlist)
+        argv, port = net.forwarder_command(sys.executable, sock, net.loopback_ports(endpoints),
+                                           argv)
+        env.update(net.proxy_env(port))
+        network, sockets = "proxy", [str(sock)]
+        extra.append(argv[3])  # the forwarder script, and nothing else of the harness
+    try:
+        policy = agent_policy(
+            worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
+            path_env=env.get("PATH", os.defpath),
+            harness_code=builtin is not None or getattr(agent, "kind", None) == "http",
+            hidden=hidden, extra_readable=extra, copied_config=copied, network=network,
+            sockets=sockets)
+    except BaseException:
+        if proxy is not None:
+            proxy.close()
+        raise
+    return policy, dataclasses.replace(invocation, argv=tuple(argv), env=env), proxy
 
 
 # --------------------------------------------------------------------------- integration points
@@ -631,9 +657,7 @@ def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
                redact: Redactor, *, isolated: bool = False) -> None:
-    from ledger.run.agent_errors import ReachWatch, classify
-    from ledger.run.costs import estimate_cost
-    from ledger.run.process import output_events, redact_secrets, resolve_trace, run_agent_process
+    from ledger.run.process import resolve_trace
 
     prompt_file = ws.scratch / "prompt.md"
     prompt_file.write_text(task.prompt, encoding="utf-8")
@@ -647,19 +671,37 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
     observed = mode if mode == "strace" else (
         "transcript" if invocation.parser_factory is not None else "none")
     readable = harness_readable() + agent_readable(invocation.argv, ws, task)
-    policy = None
+    endpoints = resolve_endpoints(
+        agent_endpoints(agent), resolver=plan.config.get("resolver"),
+        timeout=float(plan.config.get("resolve_timeout_s", RESOLVE_TIMEOUT_S)))
+    policy = proxy = None
     isolation: dict[str, Any] = {"isolation": "none", "sandbox": None}
     if isolated:
         from ledger.sandbox import probe_bwrap
 
-        policy, invocation = _agent_sandbox(plan, task, agent, ws, invocation)
+        policy, invocation, proxy = _agent_sandbox(plan, task, agent, ws, invocation, endpoints)
         # With isolation, what the sandbox shows may be read: that is the scope.
         readable = [p for p in policy.readable if p not in policy.masked]
         isolation = {"isolation": "sandbox",
                      "sandbox": {**policy.as_data(), "bwrap": probe_bwrap()[2]}}
-    endpoints = resolve_endpoints(
-        agent_endpoints(agent), resolver=plan.config.get("resolver"),
-        timeout=float(plan.config.get("resolve_timeout_s", RESOLVE_TIMEOUT_S)))
+    try:
+        _agent_started_and_run(plan, task, agent, ws, out, redact, invocation, ctx, mode,
+                               observed, reason, readable, endpoints, isolation, policy)
+    finally:
+        records = proxy.close() if proxy is not None else []
+    for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
+        out.entry("net.connect", rec)
+
+
+def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
+                           redact: Redactor, invocation: Any, ctx: AttemptContext, mode: str,
+                           observed: str, reason: str, readable: list[str],
+                           endpoints: list[dict[str, Any]], isolation: dict[str, Any],
+                           policy: Any) -> None:
+    from ledger.run.agent_errors import ReachWatch, classify
+    from ledger.run.costs import estimate_cost
+    from ledger.run.process import output_events, redact_secrets, run_agent_process
+
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
         "cwd": _resolved(ws.worktree),

@@ -62,7 +62,7 @@ def bwrap_command(policy: SandboxPolicy, argv: Sequence[str], *, program: str | 
     mounts: list[tuple[str, list[str]]] = []
     for p in policy.readable:
         mounts.append((p, ["--ro-bind", p, p]))
-    for p in policy.writable:
+    for p in (*policy.writable, *policy.sockets):
         mounts.append((p, ["--bind", p, p]))
     for m in policy.masked:
         if os.path.isdir(m) and not os.path.islink(m):

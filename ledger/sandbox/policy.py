@@ -58,9 +58,10 @@ class SandboxPolicy:
     env: tuple[tuple[str, str], ...] = ()  # variables set inside (HOME, TMPDIR, proxies)
     copied_config: tuple[str, ...] = ()  # files copied into the fresh home, by their home path
     purpose: str = "agent"  # "agent" | "grading"
+    sockets: tuple[str, ...] = ()  # unix sockets bound in at their path (the harness's proxy)
 
     def __post_init__(self) -> None:
-        for p in (self.cwd, *self.writable, *self.readable, *self.masked):
+        for p in (self.cwd, *self.writable, *self.readable, *self.masked, *self.sockets):
             if not isinstance(p, str) or not p.startswith("/"):
                 raise UsageError(f"sandbox paths must be absolute, got {p!r}")
         for p in (*self.writable, *self.readable):
@@ -88,6 +89,7 @@ class SandboxPolicy:
             "network": self.network,
             "env": sorted(k for k, _v in self.env),
             "copied_config": list(self.copied_config),
+            "sockets": list(self.sockets),
             "uid": SANDBOX_UID,
             "namespaces": ["user", "pid", "mount", "ipc", "uts", "net", "cgroup"],
         }
@@ -241,6 +243,7 @@ class PolicyRequest:
     network: str = "none"
     purpose: str = "agent"
     extra_masked: Sequence[str] = field(default_factory=list)
+    sockets: Sequence[str] = ()
 
 
 def build_policy(req: PolicyRequest) -> SandboxPolicy:
@@ -277,4 +280,5 @@ def build_policy(req: PolicyRequest) -> SandboxPolicy:
         env=tuple(req.env),
         copied_config=tuple(req.copied_config),
         purpose=req.purpose,
+        sockets=tuple(_norm(p) for p in req.sockets),
     )

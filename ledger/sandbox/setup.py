@@ -105,7 +105,7 @@ def path_dirs(path_env: str, hidden: Sequence[str]) -> list[str]:
 def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[str],
                  path_env: str, hidden: Sequence[str], harness_code: bool = False,
                  extra_readable: Sequence[str] = (), copied_config: Sequence[str] = (),
-                 network: str = "none") -> SandboxPolicy:
+                 network: str = "none", sockets: Sequence[str] = ()) -> SandboxPolicy:
     """The agent's sandbox (see the module docstring). ``harness_code`` shows the harness
     package (built-in agents run it); ``extra_readable`` are files the command line names."""
     readable = [*interpreter_paths(), *path_dirs(path_env, hidden), *extra_readable]
@@ -118,6 +118,7 @@ def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[st
         cwd=worktree, writable=[worktree, home, scratch], programs=programs, path_env=path_env,
         readable=[p for p in readable if not any(under(os.path.realpath(p), h) for h in hidden)],
         hidden=hidden, copied_config=copied_config, network=network, purpose="agent",
+        sockets=sockets,
     ))
 
 
