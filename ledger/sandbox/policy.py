@@ -193,7 +193,10 @@ def install_tree(program: str, path_env: str, _depth: int = 0) -> list[str]:
     if found is None:
         return []
     out: list[str] = []
-    for candidate in dict.fromkeys([_norm(found), _norm(os.path.realpath(found))]):
+    hops = [_norm(found)]  # every link of a chain (bin/x -> ../lib/x -> ...) must resolve inside
+    while os.path.islink(hops[-1]) and len(hops) < 40:
+        hops.append(_norm(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
+    for candidate in dict.fromkeys([*hops, _norm(os.path.realpath(found))]):
         tree = _venv_root(candidate)
         if tree is not None:
             out.append(tree)

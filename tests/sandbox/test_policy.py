@@ -129,3 +129,19 @@ def test_processes_left_behind_die_with_the_sandbox(tmp_path: Path) -> None:
     _inside(policy, f"setsid sh -c 'exec -a {tag} sleep 300' >/dev/null 2>&1 & echo started")
     alive = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True)
     assert alive.stdout.strip() == ""
+
+
+def test_install_tree_follows_every_link_of_a_chain(tmp_path: Path) -> None:
+    """bin/x -> shims/x -> tool/bin/x: every folder of the chain is shown, so the program
+    resolves inside the sandbox as outside."""
+    (tmp_path / "tool" / "bin").mkdir(parents=True)
+    (tmp_path / "shims").mkdir()
+    (tmp_path / "bin").mkdir()
+    real = tmp_path / "tool" / "bin" / "x"
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o755)
+    os.symlink(real, tmp_path / "shims" / "x")
+    os.symlink(tmp_path / "shims" / "x", tmp_path / "bin" / "x")
+    tree = install_tree(str(tmp_path / "bin" / "x"), "")
+    for folder in ("bin", "shims", "tool/bin"):
+        assert str(tmp_path / folder) in tree
