@@ -94,8 +94,8 @@ def build(home: Path, attempts: int) -> int:
                                                    "repeat": i + 1, "try": 1, "tier": "smoke",
                                                    "node": "bench", "archive": None}, run=RUN, task=task.id)
             written = j.append_many(_attempt_items(aid, task.id, cdata, i))
-            data = attestor.attest(RUN, aid, task.id, task, start=started.seq,
-                                   written={started.seq, *(e.seq for e in written)})
+            mine = [started, *written]
+            data = attestor.attest(RUN, aid, task.id, task, mine, written={e.seq for e in mine})
             assert data is not None
             j.append("attestation", data, run=RUN, task=task.id)
         j.append("run.finished", {"status": "finished", "attempts": attempts, "completed": attempts}, run=RUN)
