@@ -105,7 +105,7 @@ def _remembered_line(r: Remembered) -> str:
                 f"(root {str(r.previous_root)[:16]}...) verified before")
     else:
         head = (f"remembered: checkpoint of size {r.previous_size} verified before; not proved "
-                "(this input carries no consistency proof from it)")
+                "(this input is older, or carries no consistency proof from it)")
     tail = f"; remembering size {r.size}" if r.size is not None else "; nothing signed to remember yet"
     return f"{head}{tail} ({r.path})"
 
@@ -131,7 +131,7 @@ def _remember_bundle(vb: VerifiedBundle, verifier: Verifier, lines: list[str]) -
         return merkle.consistency_proof(old, vb.tree_size, _fetch_from(levels))
 
     r = check_and_remember(verifier=verifier, size=vb.tree_size, root=vb.root,
-                           consistency=consistency, latest_note=vb.checkpoint_note)
+                           consistency=consistency, latest_note=vb.checkpoint_note, older_ok=True)
     lines.append(_remembered_line(r))
     return r.as_dict()
 

@@ -84,7 +84,7 @@ def _store(path: Path, note: str) -> None:
 
 def check_and_remember(*, verifier: Verifier, size: int, root: bytes,
                        consistency: Any, latest_note: str | None,
-                       directory: Path | None = None) -> Remembered:
+                       directory: Path | None = None, older_ok: bool = False) -> Remembered:
     """Prove the tree (``size``, ``root``) consistent with the remembered checkpoint of the
     verifier's origin, then remember ``latest_note`` (already verified, covering at most
     ``size``) when it is larger.
@@ -92,12 +92,16 @@ def check_and_remember(*, verifier: Verifier, size: int, root: bytes,
     ``consistency(old_size)`` returns the RFC 6962 proof hashes from ``old_size`` to ``size``, or
     None when the caller cannot produce one (a bundle that lacks the prefix). Raises
     VerificationError("remembered-checkpoint") when the tree does not extend what was remembered.
+    ``older_ok`` (bundles): a tree smaller than the remembered one is an older export, not a
+    rollback; nothing is proved or remembered then.
     """
     origin = verifier.name
     path = seen_path(origin, directory)
     old = _load(path, verifier)
     proved = False
     if old is not None:
+        if old.size > size and older_ok:
+            return Remembered(str(path), origin, old.size, old.root.hex(), old.size, False)
         if old.size > size:
             raise VerificationError(
                 "remembered-checkpoint", f"a checkpoint of size {old.size} was verified before ({path}) "

@@ -93,3 +93,16 @@ def test_whole_log_bundle_is_proved_against_the_remembered_checkpoint(tmp_path: 
     vkey = ledger(home, "keys", "show", "--public").stdout.strip()
     res = ledger(tmp_path / "elsewhere", "verify", "--bundle", str(out), "--vkey", vkey)
     assert res.exit_code == 0 and "proved consistent with the checkpoint of size 5" in res.stdout
+
+
+def test_an_older_bundle_is_not_a_rollback(tmp_path: Path) -> None:
+    """A bundle exported before the journal grew still verifies after a larger size was remembered."""
+    home = tmp_path / "L"
+    build(home, 4, "a")
+    out = tmp_path / "old.json"
+    assert ledger(home, "export", "-o", str(out)).exit_code == 0
+    build(home, 4, "b")
+    assert ledger(home, "verify").exit_code == 0  # remembers size 8
+    vkey = ledger(home, "keys", "show", "--public").stdout.strip()
+    res = ledger(tmp_path / "elsewhere", "verify", "--bundle", str(out), "--vkey", vkey)
+    assert res.exit_code == 0 and "not proved" in res.stdout, res.output
