@@ -51,6 +51,7 @@ from ledger.run.executors.contract import AttemptStopped
 from ledger.run.process import bound_text
 from ledger.run.workspace import (
     Workspace,
+    create_grading_tree,
     create_workspace,
     install_hidden_tests,
     remove_tree,
@@ -361,9 +362,8 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
     from ledger.sandbox import bwrap_command
     from ledger.sandbox.grading import apply_changes, graded_changes
     from ledger.sandbox.setup import grading_policy
-    from ledger.tasks.loader import load_repo_history
 
-    grade = create_workspace(task, history=load_repo_history(task))
+    grade = create_grading_tree(task)
     try:
         graded, dropped = graded_changes(
             diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,

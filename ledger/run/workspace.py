@@ -191,9 +191,27 @@ def create_workspace(
         git_dir = None
         if shadow_git:
             git_dir = root / "git"
-            shutil.copytree(worktree / ".git", git_dir, symlinks=True)
+            shutil.copytree(worktree / ".git", git_dir, symlinks=True,
+                            ignore=shutil.ignore_patterns("hooks", "logs", "description"))
         return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base=base,
                          git_dir=git_dir)
+    except BaseException:
+        remove_tree(root)
+        raise
+
+
+def create_grading_tree(task: Task, *, parent: Path | None = None) -> Workspace:
+    """A fresh copy of the task's starting repo (``repo/``) to grade in, with its own empty home
+    and scratch: no git history (grading needs none), nothing of the agent's."""
+    root = Path(tempfile.mkdtemp(prefix="ledger-grade-", dir=parent))
+    try:
+        os.chmod(root, 0o700)
+        worktree, home, scratch = root / "wt", root / "home", root / "scratch"
+        for folder in (home, scratch):
+            folder.mkdir(mode=0o700)
+        worktree.mkdir(mode=0o700)
+        copy_tree(task.repo_dir, worktree)
+        return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base="")
     except BaseException:
         remove_tree(root)
         raise
