@@ -9,6 +9,9 @@
   each test command), the fresh grading tree and the harness-owned copy of ``.git``, so the
   whole attempt is compared. Reported: both medians and their difference (target <= 50 ms), and
   the harness overhead as ``benchmarks/run.py`` defines it (wall minus agent and test time).
+* in process: the same ``noop`` attempt run by ``run_attempt`` directly in this process,
+  alternating ``none`` and ``bwrap`` attempt by attempt (no executor, no coordinator), so the
+  difference is the sandbox's alone; medians and their difference.
 * speed-up: a sleep-1s ``cmd:`` agent, ``--sandbox bwrap``, ``--parallel 2`` vs ``--parallel 1``
   wall time (target >= 1.7).
 
@@ -72,6 +75,37 @@ def _per_attempt(home: LedgerHome, run_id: str) -> list[dict[str, float]]:
             for p in per.values()]
 
 
+def in_process(home: LedgerHome, pairs: int) -> dict[str, Any]:
+    """``run_attempt`` alternating none/bwrap: median wall ms of each and the difference."""
+    from ledger.run.attempt import run_attempt
+    from ledger.run.contracts import AttemptPlan
+    from ledger.tasks.loader import load_tasks
+
+    task = load_tasks(["bench"], overrides=home.golden_dir)[0]
+
+    def once(mode: str, i: int) -> float:
+        plan = AttemptPlan(
+            run_id="bench", attempt_id=f"bench/{task.id}/noop/{i}/1", task_root=str(task.root),
+            task_id=task.id, agent_spec="noop", repeat=i, try_no=1, timeout_s=60, trace="none",
+            config={"tier": task.tier, "task_hash": task.hash, "commitment_key": bytes(32),
+                    "sandbox": mode, "sandbox_hidden": [str(home.path)]})
+        t0 = time.perf_counter()
+        run_attempt(plan, lambda _e: None)
+        return 1000 * (time.perf_counter() - t0)
+
+    once("none", 0)
+    once("bwrap", 0)  # warm: imports, the bwrap probe
+    times: dict[str, list[float]] = {"none": [], "bwrap": []}
+    for i in range(1, pairs + 1):
+        for mode in (("none", "bwrap") if i % 2 else ("bwrap", "none")):
+            times[mode].append(once(mode, i))
+    med = {m: statistics.median(v) for m, v in times.items()}
+    return {"pairs": pairs, "wall_ms_median_none": round(med["none"], 1),
+            "wall_ms_median_sandbox": round(med["bwrap"], 1),
+            "added_ms_median": round(med["bwrap"] - med["none"], 1),
+            "added_ok": med["bwrap"] - med["none"] <= 50}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON only")
@@ -88,6 +122,7 @@ def main() -> None:
     rows: dict[str, list[dict[str, float]]] = {"none": [], "bwrap": []}
     with tempfile.TemporaryDirectory(prefix="ledger-bench-sandbox-") as tmp:
         home = make_home(Path(tmp))
+        result["noop_in_process"] = in_process(home, args.attempts)
         _run(home, "noop", 1, 1, "bwrap")  # warm caches (bwrap probe, imports) outside the figures
         per_round = max(1, args.attempts // args.rounds)
         for _ in range(args.rounds):
