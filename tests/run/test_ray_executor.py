@@ -9,6 +9,7 @@ installed (``pip install 'eval-ledger[ray]'``).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import ipaddress
 import json
@@ -16,7 +17,6 @@ import os
 import secrets
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +28,11 @@ from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
-from ledger.run.contracts import AttemptEvent, AttemptPlan
+from ledger.run.contracts import AttemptEvent
 from ledger.run.coordinator import NullProgress, execute_run
 from ledger.run.plan import RunRequest
 from ledger.run.summary import RunSummary
+from tests.run.executor_contract import _plan_for, _script_agent
 from tests.run.minitasks import make_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,12 +154,6 @@ def _recorded_view(home: Path, run_id: str) -> dict[str, Any]:
     views = [e for e in _entries(home, run_id) if e.kind == "view.recorded"]
     assert views, "the run recorded no view"
     return dict(views[-1].data["view"])
-
-
-def _script_agent(tmp: Path, name: str, body: str) -> str:
-    path = tmp / name
-    path.write_text(textwrap.dedent(body))
-    return f"cmd:{sys.executable} {path}"
 
 
 class _Factory:
@@ -409,15 +404,38 @@ def test_hung_agent_on_a_worker_is_stopped_at_its_budget_with_all_its_processes(
     _verify(home)
 
 
-def _plan_for(home: Path, task_id: str, agent: str, timeout: float = 60.0) -> AttemptPlan:
-    from ledger.tasks.loader import load_task
+# --------------------------------------------------------------------------- the executor contract
 
-    task = load_task(home / "golden" / "mini" / task_id)
-    return AttemptPlan(
-        run_id="r-test", attempt_id=f"r-test/{task_id}/a/1/1", task_root=str(task.root),
-        task_id=task_id, agent_spec=agent, repeat=1, try_no=1, timeout_s=timeout, trace="none",
-        config={"commitment_key": os.urandom(32), "tier": "mini", "task_hash": task.hash,
-                "agent_extra": {}, "named_agents": {}})
+from tests.run import executor_contract as _contract  # noqa: E402
+
+
+@pytest.fixture()
+def executor(cluster: dict[str, Any], tmp_path: Path) -> Iterator[Any]:
+    """A RayExecutor with one slot on this module's cluster, for the shared contract suite."""
+    from ledger.run.executors import make_executor
+
+    ex = make_executor("ray", 1, cache_dir=tmp_path / "cache")
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+def _on_ray(test: Any) -> Any:
+    """A copy of a shared contract test marked ``ray`` here (the original stays unmarked)."""
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return test(*args, **kwargs)
+    return ray_test(run)
+
+
+# The same contract tests LocalExecutor passes (tests/run/executor_contract.py), against Ray.
+test_contract_protocol = _on_ray(_contract.test_every_kind_implements_the_protocol)
+test_contract_place = _on_ray(_contract.test_place_names_a_node_before_submit)
+test_contract_streams = _on_ray(_contract.test_an_attempt_streams_started_first_and_finishes_exactly_once)
+test_contract_idle_timeout = _on_ray(_contract.test_idle_timeout_returns_while_an_attempt_still_runs)
+test_contract_cancel = _on_ray(_contract.test_cancel_reports_the_status_asked_for)
+test_contract_close = _on_ray(_contract.test_close_twice_is_fine_and_submit_after_close_is_refused)
 
 
 @ray_test

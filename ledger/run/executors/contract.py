@@ -7,7 +7,7 @@
 
 An executor never writes the journal and never retries: a worker that dies mid-attempt yields a
 synthesized ``attempt.finished`` with status ``interrupted``, and the coordinator decides what to
-do (``--resume`` runs that slot again under a new try number). ``tests/run/test_executor_contract.py``
+do (``--resume`` runs that slot again under a new try number). ``tests/run/executor_contract.py``
 runs one suite against every implementation.
 """
 
