@@ -325,6 +325,8 @@ def test_control_every_biting_attack_passes_without_isolation(tmp_path: Path) ->
             os.unlink(os.path.join(SITE, name))
     failed = [a.name for a in biting if run.attempts[f"cmd-{a.name}"][0]["outcome"] != "passed"]
     assert failed == [], failed
+    # Killing the tracer no longer hides: the trace is partial, so the attempt is not CLEAN.
+    assert run.attempts["cmd-kill-the-tracer"][0]["attestation"] == "UNOBSERVED"
 
 
 @pytest.mark.slow
