@@ -618,8 +618,9 @@ def _verify_journal(att: dict[str, Any], h: str, cp: Checkpoint, entries: Sequen
 
     if "results" in att:
         bound = [by_seq.get(s) for s in att["results"]["seqs"]]
-        for s, e in zip(att["results"]["seqs"], bound, strict=True):
-            if (e is None or e.kind not in RESULT_KINDS or e.data.get("attempt") != attempt
+        for s, bound_e in zip(att["results"]["seqs"], bound, strict=True):
+            if (bound_e is None or bound_e.kind not in RESULT_KINDS
+                    or bound_e.data.get("attempt") != attempt
                     or s >= cp.size):
                 raise VerificationError("results-binding", "a bound result is not a result entry of "
                                         "this attempt inside the checkpoint", seq=s)

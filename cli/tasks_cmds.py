@@ -226,11 +226,12 @@ def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, 
     test changes the hidden tests, the rest the reference solution). Exit 1 if none was accepted."""
     from ledger.tasks.mine import MineOptions, mine, parse_test_command
 
+    extra: dict[str, Any] = {"test_command": parse_test_command(test_cmd)} if test_cmd else {}
     opts = MineOptions(
         repo=repo, commits=commits, since=since, max_tasks=max_tasks, tier=_tier_name(tier),
         out=out or ctx.home.golden_dir,
         statement=statement.read_text(encoding="utf-8") if statement else None, timeout_s=timeout_s,
-        **({"test_command": parse_test_command(test_cmd)} if test_cmd else {}),
+        **extra,
     )
     report = mine(opts, progress=_progress_line(_console(err=True)))
     if as_json:

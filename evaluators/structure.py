@@ -241,15 +241,15 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         elif "attempt" in d and _attempt_kind(k):
             a = d.get("attempt")
             if isinstance(a, str):
-                s = started.get(a)
-                if s is None:
+                first_seq = started.get(a)
+                if first_seq is None:
                     reject(e, a, "names an attempt that never started in this run")
                     continue
                 if k == "attempt.started":
-                    if e.seq != s:
+                    if e.seq != first_seq:
                         reject(e, a, "a second attempt.started for the attempt")
                         continue
-                elif not s < e.seq < ends[a]:
+                elif not first_seq < e.seq < ends[a]:
                     reject(e, a, "outside its attempt's span (after attempt.started, before its "
                                  "attestation and the run's run.finished)")
                     continue

@@ -164,7 +164,7 @@ class JournalWriter:
         self.gate = gate or _InterruptGate()
         self.state = golden.new_state(run_id)
         self._fold = fold
-        self.listeners: list[Callable[[Entry], None]] = []
+        self.listeners: list[Callable[[Entry], object]] = []  # results are ignored
         self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
 
     def observe(self, entry: Entry) -> None:

@@ -157,7 +157,8 @@ def _error_text(body: bytes) -> str:
         obj = json.loads(text)
         err = obj.get("error") if isinstance(obj, dict) else None
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
+            message: str = err["message"]
+            return message
         if isinstance(err, str):
             return err
     return text.strip()
@@ -196,6 +197,7 @@ class Client:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         delay = BACKOFF_FIRST_S
+        payload: dict[str, Any] | None
         for attempt in range(1, self.retries + 2):
             start = time.monotonic()
             status, payload, error, kind, retry_after = 0, None, None, "unreachable", None
@@ -302,7 +304,7 @@ class Loop:
                 emit("agent.output", text=f"http agent: model call failed: {exc.detail}")
                 return EXIT_LIMIT
             self.calls += 1
-            usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+            usage = _obj(payload.get("usage"))
             self.tokens_in += _int(usage.get("prompt_tokens"))
             self.tokens_out += _int(usage.get("completion_tokens"))
             if isinstance(payload.get("model"), str):
@@ -337,6 +339,7 @@ class Loop:
         call_id = str(call.get("id", "")) if isinstance(call, dict) else ""
         name = str(fn.get("name", "")) if isinstance(fn, dict) else ""
         raw_args = fn.get("arguments", "{}") if isinstance(fn, dict) else "{}"
+        error: str | None
         try:
             args = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
             if not isinstance(args, dict):
@@ -366,6 +369,11 @@ class Loop:
         emit("tool.result", tool=name, output=output, is_error=is_error)
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
         return submitted
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (typed for mypy)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:

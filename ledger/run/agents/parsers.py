@@ -25,6 +25,11 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (typed for mypy)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _text_of(content: Any) -> str:
     """Text of a tool result ``content``: a string, or a list of ``{type: text, text}`` blocks."""
     if content is None:
@@ -524,7 +529,7 @@ class MiniSweAgentParser:
         for msg in data.get("messages") or []:
             if not isinstance(msg, dict):
                 continue
-            role, extra = msg.get("role"), msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+            role, extra = msg.get("role"), _obj(msg.get("extra"))
             if role == "assistant":
                 if isinstance(msg.get("content"), str) and msg["content"].strip():
                     events.append(_out(msg["content"]))
@@ -535,7 +540,7 @@ class MiniSweAgentParser:
                             args = json.loads(fn.get("arguments") or "{}")
                             events.append(("tool.call", {"tool": str(fn.get("name", "")),
                                                          "input": args}))
-                response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+                response = _obj(extra.get("response"))
                 usage = response.get("usage")
                 if isinstance(usage, dict):
                     seen = True
@@ -547,10 +552,10 @@ class MiniSweAgentParser:
                 code = extra.get("returncode")
                 events.append(("tool.result", {"tool": "bash", "output": _text_of(msg.get("content")),
                                                "is_error": isinstance(code, int) and code != 0}))
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        info = _obj(data.get("info"))
         if info.get("exit_status"):
             events.append(_out(f"[exit_status {info['exit_status']}]"))
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        stats = _obj(info.get("model_stats"))
         cost = stats.get("instance_cost")
         if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
             self.usage.cost_usd = float(cost)
@@ -570,10 +575,10 @@ class OpencodeParser(JsonLinesParser):
 
     def handle(self, obj: dict[str, Any]) -> list[Event]:
         t = obj.get("type")
-        part = obj.get("part") if isinstance(obj.get("part"), dict) else {}
+        part = _obj(obj.get("part"))
         events: list[Event] = []
         if t == "tool_use":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = _obj(part.get("state"))
             tool = str(part.get("tool", ""))
             events.append(("tool.call", {"tool": tool, "input": state.get("input", {})}))
             if state.get("status") in ("completed", "error"):
@@ -583,8 +588,8 @@ class OpencodeParser(JsonLinesParser):
         elif t == "text" and isinstance(part.get("text"), str):
             events.append(_out(part["text"]))
         elif t == "step_finish":
-            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-            cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+            tokens = _obj(part.get("tokens"))
+            cache = _obj(tokens.get("cache"))
             self.usage.tokens_in = (self.usage.tokens_in or 0) + _int(tokens.get("input")) \
                 + _int(cache.get("read")) + _int(cache.get("write"))
             self.usage.tokens_out = (self.usage.tokens_out or 0) + _int(tokens.get("output")) \

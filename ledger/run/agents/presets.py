@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ledger.errors import UsageError
 from ledger.run.agents.parsers import (
@@ -55,6 +55,12 @@ class ModelAccess:
     api_key: str | None = None  # the key itself: it goes into the environment, never the journal
 
 
+class ParserFactory(Protocol):
+    """A parser class: the model asked for, and the agent's home (where some CLIs log usage)."""
+
+    def __call__(self, model: str | None = None, home: Path | None = None) -> OutputParser: ...
+
+
 Build = Callable[[str, AttemptContext, "str | None", ModelAccess], tuple[list[str], dict[str, str]]]
 
 DEFAULT_ENDPOINT_PORT = 443  # every model API below is HTTPS only
@@ -69,7 +75,7 @@ class Preset:
     programs: tuple[str, ...]  # tried in order on PATH
     detect: tuple[str, ...]  # names that count as "installed" for auto-detection
     build: Build
-    parser: Callable[[str | None], OutputParser]
+    parser: ParserFactory
     doc: str
     endpoints: Endpoints = lambda model, env: ()
     base_url_vars: tuple[str, ...] = ()  # the vendor's usual base URL variables (carried over)

@@ -287,7 +287,7 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
     """
     import ray
 
-    node_id = ray.get_runtime_context().get_node_id()
+    node_id: str = ray.get_runtime_context().get_node_id()
     stopper = Stopper()
     stream = _SinkStream(ray, sink, plan.attempt_id, stopper, options.heartbeat_s)
     reported = False
