@@ -100,6 +100,9 @@ def _resolve_sandbox(requested: str, notes: list[str]) -> str:
     if status.mode == "none" and requested == "auto":
         note = f"warning: attempts run without isolation ({status.reason})"
         notes.append(note)
+    elif status.mode == "bwrap":  # say which isolation was used, not only its absence
+        version = f" {status.version}" if status.version else ""
+        notes.append(f"isolation: every attempt in a bubblewrap{version} sandbox")
     return status.mode
 
 

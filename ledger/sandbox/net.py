@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,7 +244,7 @@ def proxy_env(port: int) -> dict[str, str]:
     return env
 
 
-def loopback_ports(endpoints: Sequence[dict[str, Any]]) -> list[int]:
+def loopback_ports(endpoints: Sequence[Mapping[str, Any]]) -> list[int]:
     """Ports of the declared endpoints that are loopback hosts (forwarded to the same port)."""
     out: list[int] = []
     for rec in endpoints:

@@ -161,7 +161,13 @@ def _node_prefix(path: str) -> str | None:
     i = parts.index("node_modules")
     root = "/".join(parts[:i]) or "/"
     # <prefix>/lib/node_modules/... -> <prefix>
-    return os.path.dirname(root) if os.path.basename(root) == "lib" else root
+    prefix = os.path.dirname(root) if os.path.basename(root) == "lib" else root
+    if prefix not in _TOO_WIDE:
+        return prefix
+    # Reached through a merged-/usr link (/bin/x -> ../lib/node_modules/...), the prefix is "/":
+    # show the package alone (node_modules/<name> or node_modules/@scope/<name>).
+    width = 3 if len(parts) > i + 2 and parts[i + 1].startswith("@") else 2
+    return "/".join(parts[:i + width])
 
 
 def _shebang(path: str) -> list[str]:

@@ -253,7 +253,8 @@ def _start_run(home: Path, spec: str) -> subprocess.Popen[str]:
     """The run as its own process group, like a command started from a terminal."""
     return subprocess.Popen(
         [sys.executable, "-c", "from cli.main import main; main()", "--ledger", str(home), "run",
-         "--tier", "mini", "--agent", spec, "--trace", "none", "--parallel", "1"],
+         "--tier", "mini", "--agent", spec, "--trace", "none", "--parallel", "1",
+         "--sandbox", "none"],  # the agent signals the test through a folder outside its worktree
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )

@@ -145,3 +145,17 @@ def test_install_tree_follows_every_link_of_a_chain(tmp_path: Path) -> None:
     tree = install_tree(str(tmp_path / "bin" / "x"), "")
     for folder in ("bin", "shims", "tool/bin"):
         assert str(tmp_path / folder) in tree
+
+
+def test_npm_program_reached_through_a_merged_usr_link_shows_its_package_not_the_host(
+        tmp_path: Path) -> None:
+    """/bin/x -> ../lib/node_modules/@s/p/cli.js: the prefix would be "/", so the package is shown."""
+    from ledger.sandbox.policy import _node_prefix
+
+    assert _node_prefix("/lib/node_modules/@s/p/cli.js") == "/lib/node_modules/@s/p"
+    assert _node_prefix("/lib/node_modules/p/bin/cli.js") == "/lib/node_modules/p"
+    assert _node_prefix("/usr/lib/node_modules/@s/p/cli.js") == "/usr"
+    root = tmp_path / "lib" / "node_modules" / "@s" / "p"
+    root.mkdir(parents=True)
+    (root / "cli.js").write_text("#!/bin/sh\n")
+    assert _node_prefix(str(root / "cli.js")) == str(tmp_path)

@@ -37,10 +37,9 @@ KEY = "sk-conformance-0123456789abcdef"
 RUN_TIMEOUT_S = 240
 LEDGER = [sys.executable, "-c", "from cli.main import main; main()"]
 STRACE_OK, STRACE_WHY = strace_status()
-# The agent sandbox has no network yet but its own loopback (its proxy is still to land), so the
-# CLIs could not reach the scripted server on the host's 127.0.0.1: they run unsandboxed here,
-# observed by strace as before (the attestation records isolation "none").
-SANDBOX = ("--sandbox", "none")
+# The default sandbox mode (auto), as users run: inside bubblewrap wherever it works, the scripted
+# server on the host's 127.0.0.1 reached through the harness's proxy and the forwarded port.
+SANDBOX: tuple[str, ...] = ()
 
 
 def solution_file() -> str:
