@@ -389,9 +389,11 @@ def test_hung_agent_on_a_worker_is_stopped_at_its_budget_with_all_its_processes(
             time.sleep(1)
     """)
     t0 = time.monotonic()
+    # Unsandboxed: the agent reports its pids through a file outside its worktree, and the test
+    # proves the harness's own process-group cleanup (a sandbox's PID namespace would hide both).
     summary = execute_run(LedgerHome(home), RunRequest(
-        tiers=("mini",), agents=(agent,), timeout_s=2.0, trace="none", executor="ray"),
-        executor_factory=_Factory(cache_dir=tmp_path / "cache"))
+        tiers=("mini",), agents=(agent,), timeout_s=2.0, trace="none", executor="ray",
+        sandbox="none"), executor_factory=_Factory(cache_dir=tmp_path / "cache"))
     assert time.monotonic() - t0 < 30
     [result] = summary.results
     assert result.outcome == "timeout" and result.timed_out
