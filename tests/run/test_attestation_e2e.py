@@ -8,12 +8,10 @@ can see run with ``--trace strace`` and are skipped where strace cannot run.
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import shutil
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from ledger.run.scope import Attestor, scan_policy
 from ledger.run.trace import strace_status
 from ledger.tasks.loader import available_tiers, load_tasks
 from ledger.tasks.model import Task
+from tests.local_http import CountingServer
 from tests.run.minitasks import make_ledger
 
 STRACE_OK, STRACE_WHY = strace_status()
@@ -116,39 +115,6 @@ def verify(home: Path, target: str, *extra: str) -> Result:
     return ledger(home, "verify", target, *extra)
 
 
-class _Server:
-    """A local HTTP server on 127.0.0.1 (port chosen by the OS) that counts the requests it got."""
-
-    def __init__(self) -> None:
-        hits: list[str] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                hits.append(self.path)
-                body = b"notes from a server that is not on the allowlist\n"
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.hits = hits
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-
 # --------------------------------------------------------------------------- attacks under strace
 
 
@@ -183,7 +149,7 @@ def attacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, dic
     outside = tmp / "outside" / "note.txt"
     outside.parent.mkdir()
     bots = tmp / "agents"
-    with _Server() as server:
+    with CountingServer(b"notes from a server that is not on the allowlist\n") as server:
         specs = [
             agent(bots, "peek-hidden", f"""
                 import os

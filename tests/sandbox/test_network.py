@@ -3,14 +3,12 @@ journal's net.connect records with byte counts, and nothing left behind."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import socket
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -19,44 +17,15 @@ from cli.main import cli
 from ledger.journal.journal import Journal
 from ledger.sandbox import probe_bwrap
 from ledger.sandbox.net import Proxy
+from tests.local_http import CountingServer
 from tests.run.minitasks import make_ledger
 
 BWRAP_OK, BWRAP_WHY, _V = probe_bwrap()
 
 
-class _Model:
-    """A stand-in model server on 127.0.0.1 that counts its requests."""
-
-    def __init__(self) -> None:
-        hits: list[str] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                hits.append(self.path)
-                body = b'{"data": [{"id": "stand-in"}]}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.hits = hits
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-
 @pytest.fixture()
-def model() -> Iterator[_Model]:
-    server = _Model()
+def model() -> Iterator[CountingServer]:
+    server = CountingServer(b'{"data": [{"id": "stand-in"}]}')
     yield server
     server.close()
 
@@ -74,7 +43,7 @@ def _request(sock_path: Path, head: str) -> bytes:
     return data
 
 
-def test_proxy_allows_by_name_relays_and_counts_bytes(tmp_path: Path, model: _Model) -> None:
+def test_proxy_allows_by_name_relays_and_counts_bytes(tmp_path: Path, model: CountingServer) -> None:
     """An allowed absolute-form request is relayed and journaled with bytes each way."""
     proxy = Proxy(tmp_path / "p.sock", [f"127.0.0.1:{model.port}"])
     try:
@@ -88,7 +57,7 @@ def test_proxy_allows_by_name_relays_and_counts_bytes(tmp_path: Path, model: _Mo
     assert rec["bytes_out"] > 0 and rec["bytes_in"] == len(reply)
 
 
-def test_denied_request_moves_no_byte(tmp_path: Path, model: _Model) -> None:
+def test_denied_request_moves_no_byte(tmp_path: Path, model: CountingServer) -> None:
     """A host outside the allowlist gets 403; the upstream sees nothing; the record says 0/0."""
     proxy = Proxy(tmp_path / "p.sock", ["api.example.test:443"])
     try:
@@ -100,7 +69,7 @@ def test_denied_request_moves_no_byte(tmp_path: Path, model: _Model) -> None:
     assert [(r["allowed"], r["bytes_in"], r["bytes_out"]) for r in records] == [(False, 0, 0)]
 
 
-def test_name_rules_are_by_name_not_by_address(tmp_path: Path, model: _Model) -> None:
+def test_name_rules_are_by_name_not_by_address(tmp_path: Path, model: CountingServer) -> None:
     """Allowing a name allows that name only: the same server by its address is refused."""
     proxy = Proxy(tmp_path / "p.sock", [f"localhost:{model.port}"])
     try:
@@ -113,7 +82,7 @@ def test_name_rules_are_by_name_not_by_address(tmp_path: Path, model: _Model) ->
                                                              ("127.0.0.1", False)]
 
 
-def test_close_ends_everything_and_removes_the_socket(tmp_path: Path, model: _Model) -> None:
+def test_close_ends_everything_and_removes_the_socket(tmp_path: Path, model: CountingServer) -> None:
     """After close() no proxy thread is alive, the socket file is gone, and a held-open tunnel
     was cut."""
     proxy = Proxy(tmp_path / "p.sock", [f"127.0.0.1:{model.port}"])
@@ -131,7 +100,7 @@ def test_close_ends_everything_and_removes_the_socket(tmp_path: Path, model: _Mo
 @pytest.mark.sandbox
 @pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unusable: {BWRAP_WHY}")
 def test_agent_reaches_its_loopback_model_through_an_unchanged_base_url(
-        tmp_path: Path, model: _Model) -> None:
+        tmp_path: Path, model: CountingServer) -> None:
     """In the sandbox, a declared loopback endpoint answers at the same URL (forwarded), a
     denied host is refused through HTTPS_PROXY, both are journaled, and the run is passed, CLEAN."""
     home = make_ledger(tmp_path, tasks=("fix-add",))
