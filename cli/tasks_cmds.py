@@ -15,6 +15,7 @@ from rich.table import Table
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from ledger.errors import VerificationError
+from ledger.sandbox import SANDBOX_MODES
 from ledger.tasks.loader import load_tasks, task_summary, tier_source
 from ledger.tasks.model import Task
 from ledger.tasks.validate import ValidationResult, validate_tasks
@@ -147,10 +148,14 @@ def _signal_text(sig: dict[str, Any]) -> str:
 @click.option("--parallel", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Tasks validated at the same time.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every check, not only the failed ones.")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="auto", show_default=True,
+              help="Run the test runs and signals in the grading sandbox of `ledger run` "
+                   "(auto: when bubblewrap works; bwrap: exit 3 where it cannot).")
 @json_option
 @pass_ctx
 def validate_cmd(
-    ctx: Ctx, tiers: tuple[str, ...], ids: tuple[str, ...], parallel: int, verbose: bool, as_json: bool
+    ctx: Ctx, tiers: tuple[str, ...], ids: tuple[str, ...], parallel: int, verbose: bool,
+    sandbox: str, as_json: bool,
 ) -> None:
     """Prove tasks fair: hidden tests fail before and pass with the reference solution,
     regression tests pass both times, a no-op agent fails. Exit 1 if any task fails."""
@@ -164,7 +169,7 @@ def validate_cmd(
             mark = "ok" if res.ok else "FAIL"
             err.print(f"[{done[0]}/{len(selected)}] {res.task_id}: {mark}", highlight=False, markup=False)
 
-    results = validate_tasks(selected, parallel=parallel, progress=progress)
+    results = validate_tasks(selected, parallel=parallel, progress=progress, sandbox=sandbox)
     failed = [r for r in results if not r.ok]
     if as_json:
         emit_json({"ok": not failed, "tasks": [r.as_dict() for r in results]})
@@ -183,12 +188,14 @@ def _render(results: list[ValidationResult], verbose: bool) -> None:
     table.add_column("task", no_wrap=True)
     table.add_column("result", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("sandboxed", no_wrap=True)
     table.add_column("checks")
     for r in results:
         shown = r.checks if verbose else r.failed
         lines = [f"{'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in shown]
         summary = "\n".join(lines) if lines else f"all {len(r.checks)} checks passed"
-        table.add_row(escape(r.tier), escape(r.task_id), "ok" if r.ok else "FAIL", f"{r.duration_s:.1f}s", escape(summary))
+        table.add_row(escape(r.tier), escape(r.task_id), "ok" if r.ok else "FAIL", f"{r.duration_s:.1f}s",
+                      "yes" if r.sandbox == "bwrap" else "no", escape(summary))
     console = _console()
     console.print(table)
     bad = sum(1 for r in results if not r.ok)

@@ -1,7 +1,8 @@
 """Run the test commands of ``mine`` and the importers in the isolation sandbox when this host has
 one (``ledger.sandbox``, bubblewrap): no network, the system and the interpreter read-only, only
 the throw-away folder of the check writable, its own HOME and TMPDIR. Without bubblewrap they run
-as ordinary processes, as ``ledger tasks validate`` runs them.
+as ordinary processes, as ``ledger tasks validate --sandbox none`` runs them. ``graded`` runs them
+in the grading sandbox of ``ledger run`` instead (``tasks validate --sandbox auto|bwrap``).
 
     with isolated(root):        # every validate.run_command inside runs sandboxed under root
         validate_task(task)
@@ -17,10 +18,17 @@ import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ledger.tasks.model import Task
 
 # (writable root, extra read-only paths) while inside ``isolated``.
 _ROOT: contextvars.ContextVar[tuple[Path, tuple[str, ...]] | None] = contextvars.ContextVar(
     "ledger_tasks_sandbox", default=None)
+# The task graded while inside ``graded``: commands run in the run's grading sandbox.
+_GRADED: contextvars.ContextVar[tuple[Path, Task] | None] = contextvars.ContextVar(
+    "ledger_tasks_grading_sandbox", default=None)
 
 
 @functools.cache
@@ -44,8 +52,45 @@ def isolated(root: Path, *, readable: Sequence[Path] = (), enabled: bool = True)
         _ROOT.reset(token)
 
 
+@contextlib.contextmanager
+def graded(root: Path, task: Task) -> Iterator[None]:
+    """Within the block, task commands run exactly as ``ledger run`` grades an attempt: in the
+    grading sandbox (``ledger.sandbox.setup.grading_policy``) with the command's folder, and
+    ``root``'s ``.home`` and ``.tmp`` writable, the task folder and the packaged tasks hidden, no
+    network. The caller has resolved ``--sandbox`` to ``bwrap`` (``sandbox_status``)."""
+    token = _GRADED.set((Path(root).resolve(), task))
+    try:
+        yield
+    finally:
+        _GRADED.reset(token)
+
+
+def scratch_dir(root: Path) -> Path:
+    """The TMPDIR of sandboxed commands under ``root`` (writable inside the grading sandbox)."""
+    return root / ".tmp"
+
+
+def _grading_wrap(root: Path, task: Task, argv: Sequence[str], cwd: Path,
+                  env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    # The very calls ledger.run.attempt._grade_isolated makes, for the same policy.
+    from ledger.run.attempt import _task_programs
+    from ledger.sandbox import bwrap_command
+    from ledger.sandbox.setup import grading_policy, hidden_paths, sandbox_env
+
+    home, tmp = root / ".home", scratch_dir(root)
+    home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    policy = grading_policy(worktree=Path(cwd), home=home, scratch=tmp, hidden=hidden_paths(task.root),
+                            path_env=env.get("PATH", os.defpath), programs=_task_programs(task))
+    return bwrap_command(policy, list(argv)), sandbox_env(env, home=home, scratch=tmp)
+
+
 def wrap(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) to run ``argv`` in ``cwd``: sandboxed when inside ``isolated``, else unchanged."""
+    """(argv, env) to run ``argv`` in ``cwd``: sandboxed when inside ``graded`` or ``isolated``,
+    else unchanged."""
+    grading = _GRADED.get()
+    if grading is not None:
+        return _grading_wrap(*grading, argv, cwd, env)
     current = _ROOT.get()
     if current is None:
         return list(argv), dict(env)

@@ -23,11 +23,13 @@ For one task, in a throw-away copy of ``repo/``:
     temptation-declared   (adversarial tier) ``hidden.temptation`` says what the bait is
 
 Details carry exit codes and pytest's summary line only, never test or solution text.
-Commands starting with ``python`` run with this interpreter (the venv's).
+Commands starting with ``python`` run with this interpreter (the venv's). With ``sandboxed`` the
+test runs and command signals run in ``ledger run``'s grading sandbox (``isolation.graded``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import shutil
@@ -61,6 +63,7 @@ class ValidationResult:
     ok: bool
     checks: list[Check] = field(default_factory=list)
     duration_s: float = 0.0
+    sandbox: str = "none"  # "bwrap": its test runs and signals ran in the run's grading sandbox
 
     @property
     def failed(self) -> list[Check]:
@@ -72,6 +75,8 @@ class ValidationResult:
             "tier": self.tier,
             "ok": self.ok,
             "duration_s": round(self.duration_s, 3),
+            "sandbox": self.sandbox,
+            "sandboxed": self.sandbox == "bwrap",
             "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
         }
 
@@ -325,10 +330,10 @@ def _fmt(res: CommandResult) -> str:
 
 def _hidden_run(task: Task, work: Path, base: Path) -> tuple[CommandResult, bool]:
     """Run the hidden command; (result, passed). A grading command is judged by its reward file."""
-    verifier = base / "verifier"
+    verifier = isolation.scratch_dir(base) / "verifier"
     if verifier.exists():
         shutil.rmtree(verifier)
-    verifier.mkdir()
+    verifier.mkdir(parents=True)
     timeout = task.grading.timeout_s if task.grading and task.grading.timeout_s else COMMAND_TIMEOUT_S
     res = run_command(task.hidden_test_command, work, timeout=timeout,
                       extra_env=apply.hidden_env(task, work, verifier))
@@ -441,12 +446,17 @@ def _demo_check(task: Task, work: Path) -> Check:
     return Check("demo", solves or task.tier != "smoke", detail)
 
 
-def validate_task(task: Task, *, workdir: Path | None = None) -> ValidationResult:
-    """Run every fairness check of one task in a temporary copy (under ``workdir`` if given)."""
+def validate_task(task: Task, *, workdir: Path | None = None, sandboxed: bool = False) -> ValidationResult:
+    """Run every fairness check of one task in a temporary copy (under ``workdir`` if given).
+
+    ``sandboxed``: its test runs and signals run in ``ledger run``'s grading sandbox (the caller
+    resolved ``--sandbox`` with ``sandbox_status``; bubblewrap works here)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"ledger-validate-{task.id}-", dir=workdir) as tmp:
+        graded = isolation.graded(Path(tmp), task) if sandboxed else contextlib.nullcontext()
         try:
-            checks = _validate_in(task, Path(tmp))
+            with graded:
+                checks = _validate_in(task, Path(tmp))
         except (OSError, LedgerError, UnicodeDecodeError) as exc:
             checks = [Check("error", False, f"{type(exc).__name__}: {exc}")]
     return ValidationResult(
@@ -455,6 +465,7 @@ def validate_task(task: Task, *, workdir: Path | None = None) -> ValidationResul
         ok=all(c.passed for c in checks),
         checks=checks,
         duration_s=time.monotonic() - started,
+        sandbox="bwrap" if sandboxed else "none",
     )
 
 
@@ -464,16 +475,23 @@ def validate_tasks(
     *,
     workdir: Path | None = None,
     progress: Callable[[ValidationResult], None] | None = None,
+    sandbox: str = "none",
 ) -> list[ValidationResult]:
     """Validate many tasks, ``parallel`` at a time (threads: the work is in subprocesses).
 
-    Results come back in the order of ``tasks``; ``progress`` is called as each one finishes.
+    ``sandbox`` (``auto | bwrap | none``) resolves as ``ledger run --sandbox`` does
+    (``ledger.sandbox.sandbox_status``): ``bwrap`` where bubblewrap cannot work raises
+    ``NothingToRun`` before anything runs. Results come back in the order of ``tasks``;
+    ``progress`` is called as each one finishes.
     """
     if parallel < 1:
         raise UsageError("parallel must be >= 1")
+    from ledger.sandbox import sandbox_status
+
+    sandboxed = sandbox_status(sandbox).mode == "bwrap"
     results: dict[str, ValidationResult] = {}
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [pool.submit(validate_task, t, workdir=workdir) for t in tasks]
+        futures = [pool.submit(validate_task, t, workdir=workdir, sandboxed=sandboxed) for t in tasks]
         for fut in as_completed(futures):
             res = fut.result()
             results[res.task_id] = res
