@@ -158,7 +158,9 @@ def signed_bytes(att: Mapping[str, Any]) -> bytes:
 
 def attestation_hash(att: Mapping[str, Any]) -> str:
     """Hex SHA-256 of the canonical msgpack encoding of the whole attestation map."""
-    return hashlib.sha256(canonical_bytes(dict(att))).hexdigest()
+    # top-level keys in sorted order: the encoding is the same (canonical form sorts them), and a
+    # map already in canonical order is packed as it is instead of rebuilt
+    return hashlib.sha256(canonical_bytes(dict(sorted(att.items())))).hexdigest()
 
 
 def public_key_bytes(key: PublicKeyLike) -> bytes:

@@ -8,6 +8,7 @@ rests on it. Nothing here writes. It lives in cli/ because it builds the lines a
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,7 +56,8 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
         return report
 
     assert journal is not None
-    summary = journal.verify(since=since, verifier=verifier, deep=deep)
+    verified: dict[str, Any] = {}  # the bytes and checkpoints this verify read, for the audit
+    summary = journal.verify(since=since, verifier=verifier, deep=deep, keep=verified)
     lines.append(f"journal: {summary['entries']} entries, {summary['tiles']} tiles, "
                  f"{summary['heads']} heads recomputed from stored bytes")
     if summary["checkpoints"] or summary["external_checkpoints"]:
@@ -74,7 +76,7 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
         report["summary"] = f"journal verified (size {summary['size']}, root {summary['root'][:16]}...)"
     else:
         report.update(_journal_target(journal, target, verifier, keys_dir, lines))
-    audit = _audit(journal, verifier, lines)
+    audit = _audit(journal, verifier, lines, verified)
     report["audit"] = audit.as_dict()
     report["findings"] = [f.as_dict() for f in audit.findings]
     report["lines"] = lines
@@ -136,27 +138,46 @@ def _remember_bundle(vb: VerifiedBundle, verifier: Verifier, lines: list[str]) -
     return r.as_dict()
 
 
-def _audit(journal: Journal, verifier: Verifier | None, lines: list[str]) -> Any:
+def _audit(journal: Journal, verifier: Verifier | None, lines: list[str],
+           verified: dict[str, Any]) -> Any:
     """Every attestation (public-key level, bound to this journal), every recorded view against
-    a replay, and every result where the run's structure puts it (evaluators/audit.py)."""
-    from evaluators.audit import audit_runs
+    a replay, and every result where the run's structure puts it (evaluators/audit.py).
 
-    entries = list(journal.entries(check_canonical=False))  # the bytes were verified just before
+    ``verified``: what ``journal.verify`` just read and checked (``keep`` of verify_store): the
+    entries' bytes, whose leaf hashes it recomputed into the verified tree, are decoded from
+    there rather than read again, and its checkpoints (signature and root checked with this
+    key) are reused rather than parsed again.
+    """
+    from evaluators.audit import audit_runs
+    from ledger.journal.codec import decode_entry_trusted
+
+    # decoding builds a few dicts per entry and nothing here makes reference cycles: pause the
+    # cyclic collector, whose passes over the growing list of entries cost more than the decode
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _audit_entries([decode_entry_trusted(body) for body in verified["bodies"]],
+                              journal, verifier, lines, verified, audit_runs)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _audit_entries(entries: list[Entry], journal: Journal, verifier: Verifier | None, lines: list[str],
+                   verified: dict[str, Any], audit_runs: Any) -> Any:
     if verifier is None and any(e.kind == "attestation" for e in entries):
         raise KeyMaterialError("attestations need the verifier key to check: pass --vkey or run "
                                "`ledger keys init` (verify never creates keys)")
 
-    # the journal's own checkpoints were verified just before, with this key and against the
-    # journal's root at their size
-    from ledger.journal.note import Checkpoint, parse_note
-    known = {note: Checkpoint.parse(parse_note(note)[0]) for _size, note in journal.store.checkpoints()}
+    known = verified["checkpoints"]
     roots = {cp.size: cp.root for cp in known.values()}
 
     def root_at(size: int) -> bytes | None:
         if size in roots:
             return roots[size]
         return journal.root_at(size) if 0 < size <= journal.size else None
-    audit = audit_runs(entries, public_key=verifier, root_at=root_at, verified_notes=known)
+    audit = audit_runs(entries, public_key=verifier, root_at=root_at, verified_notes=known,
+                       leaves=verified["leaves"])
     lines.append(f"runs: {audit.runs}; {audit.attestations} attestations checked (signature, checkpoint, "
                  f"attempt, results, place in the run); {audit.views} recorded views replayed")
     for f in audit.findings:

@@ -57,7 +57,8 @@ class AuditReport:
 
 
 def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes | None],
-                       by_seq: dict[int, Entry], verified_notes: Mapping[str, Any] | None) -> None:
+                       by_seq: dict[int, Entry], verified_notes: Mapping[str, Any] | None,
+                       leaves: bytes | None = None) -> None:
     """Raise VerificationError / MalformedInput when the attestation in ``e`` does not hold."""
     att = e.data.get("attestation")
     if not isinstance(att, dict):
@@ -88,7 +89,10 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
             if b is None or b.kind not in RESULT_KINDS or b.data.get("attempt") != att["attempt"]:
                 raise VerificationError("results-binding", "a bound result is not a result entry of "
                                         "the attested attempt", seq=s)
-        got = results_digest(b.leaf_hash for b in bound if b is not None)
+        if leaves is not None:
+            got = results_digest(leaves[32 * b.seq:32 * b.seq + 32] for b in bound if b is not None)
+        else:
+            got = results_digest(b.leaf_hash for b in bound if b is not None)
         if got != results["digest"]:
             raise VerificationError("results-binding", "the bound results' leaf hashes differ from "
                                     "the signed digest", seq=e.seq, expected=results["digest"], computed=got)
@@ -96,11 +100,15 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
 
 def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                root_at: Callable[[int], bytes | None],
-               verified_notes: Mapping[str, Any] | None = None) -> AuditReport:
+               verified_notes: Mapping[str, Any] | None = None,
+               leaves: bytes | None = None) -> AuditReport:
     """Audit every run in ``entries`` (the whole journal, in seq order); never raises on content.
 
     ``verified_notes``: checkpoint notes already verified with ``public_key`` (text -> Checkpoint),
     whose signatures an attestation that embeds them need not check again.
+    ``leaves``: the verified journal's leaf hashes packed 32 bytes per seq (entry ``seq`` at
+    ``[32 * seq:32 * seq + 32]``), so bound results are not hashed again; only for ``entries``
+    decoded from the very bytes those hashes were computed from.
     """
     by_run: dict[str, list[Entry]] = {}
     for e in entries:
@@ -127,7 +135,7 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                 continue
             report.attestations += 1
             try:
-                _check_attestation(e, public_key, root_at, by_seq, verified_notes)
+                _check_attestation(e, public_key, root_at, by_seq, verified_notes, leaves)
             except VerificationError as exc:
                 add(AuditFinding(exc.check, e.seq, run_id, f"attestation of {e.data.get('attempt')}: {exc}"))
             except LedgerError as exc:

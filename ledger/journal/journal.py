@@ -338,14 +338,18 @@ class Journal:
 
     def verify(self, *, since: str | None = None, verifier: Any = None,
                external_dir: Path | None = None, deep: bool = False,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        """Check everything; return a summary of what was checked, or raise VerificationError."""
+               progress: Callable[[int, int], None] | None = None,
+               keep: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Check everything; return a summary of what was checked, or raise VerificationError.
+
+        ``keep``: receives the verified entry bytes and checkpoints (``verify.verify_store``).
+        """
         from ledger.journal.verify import verify_store
 
         ext = external_dir if external_dir is not None else (
             self.home / "checkpoints" if self.home is not None else None)
         return verify_store(self._store, verifier=verifier, since=since, external_dir=ext,
-                            deep=deep, progress=progress)
+                            deep=deep, progress=progress, keep=keep)
 
 
 def _checked_item(item: Any) -> Item:

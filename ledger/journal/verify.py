@@ -229,8 +229,17 @@ def _root_from_levels(levels: Sequence[bytes], size: int) -> bytes:
 
 def verify_store(store: Store, *, verifier: Any = None, since: str | None = None,
                  external_dir: Path | None = None, deep: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Verify every stored byte of the journal; return what was checked or raise."""
+                 progress: Callable[[int, int], None] | None = None,
+                 keep: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Verify every stored byte of the journal; return what was checked or raise.
+
+    ``keep``: when given, and only once everything passed, it receives what this pass already
+    read and checked, so a caller that goes on to read the journal need not read it again:
+    ``keep["bodies"]`` every entry's stored bytes in seq order, ``keep["leaves"]`` their leaf
+    hashes packed 32 bytes per seq (the level the verified tree was recomputed from),
+    ``keep["checkpoints"]`` every checkpoint note of the
+    database whose signature and root were checked (note text -> ``Checkpoint``).
+    """
     heads = store.all_heads()
     total = store.entry_count()
     misfiled = store.misfiled_body()
@@ -239,6 +248,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                 seq=misfiled[0])
     spans = _Spans(store.span_rows(), deep)
     leaves: list[bytes] = []
+    kept: list[bytes] | None = [] if keep is not None else None
     expected = 0
     for chunk in store.body_rows():
         m = len(chunk)
@@ -251,6 +261,8 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         hashed = b"".join(merkle.leaf_hashes(bodies))
         spans.check(expected, bodies)
         leaves.append(hashed)
+        if kept is not None:
+            kept.extend(bodies)
         expected += m
         if progress is not None:
             progress(expected, total)
@@ -290,7 +302,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                "pass --vkey or run `ledger keys init` (verify never creates keys)")
     from ledger.journal.note import open_checkpoint
 
-    def check_cp(note: str, where: str) -> int:
+    def check_cp(note: str, where: str) -> Any:
         try:
             cp = open_checkpoint(note, verifier)
         except VerificationError as exc:
@@ -305,22 +317,24 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
         if computed_cp_root != cp.root:
             raise VerificationError("checkpoint-root", f"{where}: signed root does not match the log at size {cp.size}",
                                     seq=max(cp.size - 1, 0), expected=cp.root.hex(), computed=computed_cp_root.hex())
-        return int(cp.size)
+        return cp
 
     latest_db = -1
     misfiled_cp = store.misfiled_checkpoint()
     if misfiled_cp is not None:
         raise VerificationError("checkpoint-signature", f"checkpoint row {misfiled_cp[0]} holds a "
                                 f"{misfiled_cp[1]}, not a signed note", seq=max(misfiled_cp[0] - 1, 0))
+    opened: dict[str, Any] = {}
     for size, note in stored_cps:
-        got = check_cp(note, f"checkpoint {size} in the database")
-        if got != size:
-            raise VerificationError("checkpoint-signature", f"checkpoint row {size} holds a note for size {got}")
+        cp = check_cp(note, f"checkpoint {size} in the database")
+        if cp.size != size:
+            raise VerificationError("checkpoint-signature", f"checkpoint row {size} holds a note for size {cp.size}")
         latest_db = max(latest_db, size)
+        opened[note] = cp
     summary["checkpoints"] = len(stored_cps)
     latest_ext = -1
     for where, note in external:
-        latest_ext = max(latest_ext, check_cp(note, f"checkpoint file {where}"))
+        latest_ext = max(latest_ext, int(check_cp(note, f"checkpoint file {where}").size))
     summary["external_checkpoints"] = len(external)
     if latest_ext > latest_db:
         raise VerificationError("checkpoint-missing",
@@ -347,4 +361,8 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                 raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
                                         seq=max(cp.size - 1, 0)) from exc
         summary["since"] = {"size": cp.size, "root": cp.root.hex()}
+    if keep is not None:
+        keep["bodies"] = kept
+        keep["leaves"] = levels[0]
+        keep["checkpoints"] = opened
     return summary

@@ -214,3 +214,21 @@ def test_attest_show_names_the_counted_attestation(run: Run, tmp_path: Path) -> 
     res = ledger(home, "attest", "show", aid)
     assert "CLEAN" not in res.stdout
     assert fake.data["attestation"]["verdict"] == "CLEAN"
+
+
+def test_audit_binds_results_through_the_verified_leaf_hashes(run: Run) -> None:
+    """Given the verified leaves, the results digest is checked against them: a wrong leaf is named."""
+    from evaluators.audit import audit_runs
+    from ledger.journal.keys import load_verifier
+
+    with Journal.open(run.home / "journal.db", readonly=True) as j:
+        entries = list(j.entries())
+        roots = {s: j.root_at(s) for s in range(1, j.size + 1)}
+    leaves = b"".join(e.leaf_hash for e in entries)
+    key = load_verifier(run.home / "keys")
+    assert audit_runs(entries, public_key=key, root_at=roots.get, leaves=leaves).findings == []
+    att = next(e for e in entries if e.kind == "attestation" and e.data["attempt"] == run.attempts["noop"])
+    bound = att.data["attestation"]["results"]["seqs"][0]
+    wrong = leaves[:32 * bound] + bytes(32) + leaves[32 * bound + 32:]
+    report = audit_runs(entries, public_key=key, root_at=roots.get, leaves=wrong)
+    assert [(f.check, f.seq) for f in report.findings] == [("results-binding", att.seq)]

@@ -286,3 +286,28 @@ def test_invalid_tile_height_in_meta_refuses_to_open(baseline: Baseline, value: 
         c.execute("UPDATE meta SET value = ? WHERE key = 'tile_height'", (value,))
     with pytest.raises(JournalFormatError, match="tile_height"):
         Journal.open(baseline.db, harness=True)
+
+
+def test_keep_hands_over_exactly_the_verified_bytes_leaves_and_checkpoints(baseline: Baseline) -> None:
+    """``keep`` receives every stored body, its leaf hash and every database checkpoint, as verified."""
+    from ledger.journal.merkle import leaf_hash
+    from ledger.journal.note import open_checkpoint
+
+    keep: dict[str, object] = {}
+    with Journal.open(baseline.db, harness=True) as j:
+        j.verify(verifier=baseline.keys.verifier, keep=keep)
+        stored = [e.raw for e in j.entries()]
+        notes = [note for _size, note in j.store.checkpoints()]
+    assert keep["bodies"] == stored and len(stored) == SIZE
+    assert keep["leaves"] == b"".join(leaf_hash(b) for b in stored)
+    assert keep["checkpoints"] == {n: open_checkpoint(n, baseline.keys.verifier) for n in notes}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.check is not None and not c.bug], ids=lambda c: c.name)
+def test_keep_stays_empty_when_verify_fails(case: TamperCase, baseline: Baseline) -> None:
+    """A journal that fails verify hands nothing over: no unverified bytes reach the audit."""
+    case.mutate(baseline)
+    keep: dict[str, object] = {}
+    with pytest.raises(VerificationError), Journal.open(baseline.db, harness=True) as j:
+        j.verify(since=baseline.note12 if case.since else None, verifier=baseline.keys.verifier, keep=keep)
+    assert keep == {}
