@@ -77,3 +77,9 @@ def test_a_run_without_views_is_not_reproduced() -> None:
     b = sample_run()
     b.entries = [e for e in b.entries if e.kind != "view.recorded"]
     assert replay_run(b.entries, b.run).reproduced is False
+
+
+def test_the_bench_evaluator_is_named_as_the_leaderboard_module_names_it() -> None:
+    """The registry spells the bench name and version itself; they must be leaderboard.py's."""
+    ev = Leaderboard()
+    assert (ev.name, ev.version, ev.kinds) == (lb.BENCH_EVALUATOR, lb.BENCH_VERSION, lb.KNOWN_KINDS)
