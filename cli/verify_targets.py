@@ -170,7 +170,7 @@ def _audit_entries(entries: list[Entry], journal: Journal, verifier: Verifier | 
                                "`ledger keys init` (verify never creates keys)")
 
     known = verified["checkpoints"]
-    roots = {cp.size: cp.root for cp in known.values()}
+    roots: dict[int, bytes] = {cp.size: cp.root for cp in known.values()}
 
     def root_at(size: int) -> bytes | None:
         if size in roots:

@@ -95,7 +95,8 @@ class Leaderboard:
         return _lb().fold_leaderboard(state, entry)
 
     def view(self, state: Any) -> dict[str, Any]:
-        return _lb().leaderboard_view(state)
+        out: dict[str, Any] = _lb().leaderboard_view(state)
+        return out
 
     def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
         placed = trusted(list(entries), run_id)  # evaluators/structure.py
