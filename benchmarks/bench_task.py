@@ -1,10 +1,13 @@
-"""The small operator task the run and executor benchmarks share (check-script tests, no pytest)."""
+"""What the run, executor and sandbox benchmarks share: the small operator task (check-script tests,
+no pytest) and the per-attempt times read back from a run's journal."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ledger.home import LedgerHome
+from ledger.journal.journal import Journal
 
 TASK_MD = """---
 id: bench-task
@@ -35,3 +38,30 @@ def make_home(base: Path) -> LedgerHome:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return LedgerHome(base / ".ledger")
+
+
+def attempt_times(home: LedgerHome, run_id: str, *, require_completed: bool = False,
+                  ) -> tuple[list[Any], dict[str, dict[str, float]]]:
+    """The run's entries and, per attempt, its start/end (s), agent wall and test time (s).
+
+    ``require_completed`` stops the benchmark at an attempt that did not complete, with its error.
+    """
+    with Journal.open(home.journal_path) as j:
+        items = list(j.entries(run=run_id))
+    per: dict[str, dict[str, float]] = {}
+    for e in items:
+        aid = e.data.get("attempt")
+        if not isinstance(aid, str):
+            continue
+        p = per.setdefault(aid, {"agent": 0.0, "tests": 0.0})
+        if e.kind == "attempt.started":
+            p["start"] = e.ts / 1e9
+        elif e.kind == "attempt.finished":
+            p["end"] = e.ts / 1e9
+            if require_completed and e.data.get("status") != "completed":
+                raise SystemExit(f"attempt {aid} ended {e.data.get('status')}: {e.data.get('error')}")
+        elif e.kind == "agent.finished":
+            p["agent"] = float(e.data["wall_s"])
+        elif e.kind in ("test.baseline", "test.result"):
+            p["tests"] += float(e.data["duration_s"])
+    return items, per

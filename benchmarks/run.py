@@ -46,7 +46,7 @@ except ImportError:  # the layout before issue 16 (to measure an older commit th
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after ROOT: benchmarks/attest.py must not shadow attest/
 import timing_runner  # noqa: E402
-from bench_task import make_home  # noqa: E402
+from bench_task import attempt_times, make_home  # noqa: E402
 
 
 def run(home: LedgerHome, agent: str, attempts: int, parallel: int) -> tuple[str, float]:
@@ -58,22 +58,7 @@ def run(home: LedgerHome, agent: str, attempts: int, parallel: int) -> tuple[str
 
 
 def attempt_stats(home: LedgerHome, run_id: str) -> dict[str, Any]:
-    with Journal.open(home.journal_path, harness=True) as j:
-        items = list(j.entries(run=run_id))
-    per: dict[str, dict[str, float]] = {}
-    for e in items:
-        aid = e.data.get("attempt")
-        if not isinstance(aid, str):
-            continue
-        p = per.setdefault(aid, {"agent": 0.0, "tests": 0.0})
-        if e.kind == "attempt.started":
-            p["start"] = e.ts / 1e9
-        elif e.kind == "attempt.finished":
-            p["end"] = e.ts / 1e9
-        elif e.kind == "agent.finished":
-            p["agent"] = float(e.data["wall_s"])
-        elif e.kind in ("test.baseline", "test.result"):
-            p["tests"] += float(e.data["duration_s"])
+    items, per = attempt_times(home, run_id)
     overhead = [1000 * (p["end"] - p["start"] - p["agent"] - p["tests"]) for p in per.values()]
     n = len(per)
     return {

@@ -33,13 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ledger.home import LedgerHome  # noqa: E402
-from ledger.journal.journal import Journal  # noqa: E402
 from ledger.run.coordinator import execute_run  # noqa: E402
 from ledger.run.plan import RunRequest  # noqa: E402
 from ledger.sandbox import probe_bwrap  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))
-from bench_task import make_home  # noqa: E402
+from bench_task import attempt_times, make_home  # noqa: E402
 
 
 def _run(home: LedgerHome, agent: str, attempts: int, parallel: int,
@@ -52,24 +51,7 @@ def _run(home: LedgerHome, agent: str, attempts: int, parallel: int,
 
 
 def _per_attempt(home: LedgerHome, run_id: str) -> list[dict[str, float]]:
-    with Journal.open(home.journal_path) as j:
-        items = list(j.entries(run=run_id))
-    per: dict[str, dict[str, float]] = {}
-    for e in items:
-        aid = e.data.get("attempt")
-        if not isinstance(aid, str):
-            continue
-        p = per.setdefault(aid, {"agent": 0.0, "tests": 0.0})
-        if e.kind == "attempt.started":
-            p["start"] = e.ts / 1e9
-        elif e.kind == "attempt.finished":
-            p["end"] = e.ts / 1e9
-            if e.data.get("status") != "completed":
-                raise SystemExit(f"attempt {aid} ended {e.data.get('status')}: {e.data.get('error')}")
-        elif e.kind == "agent.finished":
-            p["agent"] = float(e.data["wall_s"])
-        elif e.kind in ("test.baseline", "test.result"):
-            p["tests"] += float(e.data["duration_s"])
+    _items, per = attempt_times(home, run_id, require_completed=True)
     return [{"wall_ms": 1000 * (p["end"] - p["start"]),
              "overhead_ms": 1000 * (p["end"] - p["start"] - p["agent"] - p["tests"])}
             for p in per.values()]
