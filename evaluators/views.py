@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
+
 from evaluators import score as sc
 from evaluators.facts import AttemptFacts, facts_of
 from evaluators.fold import VERDICTS, FoldState, fold_all, new_state
@@ -291,8 +293,25 @@ def _json_text(value: Any) -> str | None:
         return None
 
 
+def _packed(value: Any) -> bytes | None:
+    """msgpack bytes of ``value`` with exact types only (a subclass, an unknown type, an int out
+    of range or too deep a value give None)."""
+    try:
+        return msgpack.packb(value, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def diff_values(recorded: Any, computed: Any, path: str = "") -> list[ViewDiff]:
     """Every leaf where ``recorded`` and ``computed`` differ (type-strict: 1 is not 1.0)."""
+    # Fastest path (a replayed view normally equals the recorded one): msgpack bytes tell
+    # int, float, bool, None, str and bytes apart and keep map order, so equal bytes are equal
+    # types at every leaf; ``==`` on top rules out NaN, which packs equal but never equals
+    # (the two values are never the same object: one is decoded, the other computed).
+    if recorded is not computed:
+        packed = _packed(recorded)
+        if packed is not None and packed == _packed(computed) and recorded == computed:
+            return []
     # Fast path: JSON text tells 1 from 1.0 and true from 1, so equal text means no difference.
     text = _json_text(recorded)
     if text is not None and text == _json_text(computed):

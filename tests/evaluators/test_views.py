@@ -216,6 +216,26 @@ def test_diff_is_type_strict() -> None:
         "a", "b[1]"]
 
 
+# (recorded, computed, the paths that must differ): values the byte-equality fast path of
+# diff_values must not wave through, one per way two views can look alike and still differ
+_LOOKALIKES = [
+    ("int-vs-float", {"a": 1}, {"a": 1.0}, ["a"]),
+    ("bool-vs-int", {"a": True}, {"a": 1}, ["a"]),
+    ("str-vs-bytes", {"a": "x"}, {"a": b"x"}, ["a"]),
+    ("nan-never-equal", {"a": [float("nan")]}, {"a": [float("nan")]}, ["a[0]"]),
+    ("tuple-vs-list-same-json", {"a": [1, 2]}, {"a": (1, 2)}, []),
+    ("key-order-only", {"a": 1, "b": 2}, {"b": 2, "a": 1}, []),
+    ("deep-leaf", {"a": {"b": [{"c": "x"}]}}, {"a": {"b": [{"c": "y"}]}}, ["a.b[0].c"]),
+]
+
+
+@pytest.mark.parametrize(("recorded", "computed", "paths"),
+                         [c[1:] for c in _LOOKALIKES], ids=[c[0] for c in _LOOKALIKES])
+def test_diff_fast_path_keeps_type_strictness(recorded: Any, computed: Any, paths: list[str]) -> None:
+    """Views that pack alike or compare equal but differ in a leaf's type or value still differ."""
+    assert [d.path for d in diff_values(recorded, computed)] == paths
+
+
 def test_replay_without_recorded_view_is_not_reproduced() -> None:
     """A run that recorded no view has nothing to compare: not reproduced, and says so."""
     b = RunBuilder()
