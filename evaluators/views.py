@@ -39,17 +39,22 @@ MAX_DIFFS = 100  # differences listed by replay (the count is always complete)
 
 # ---------------------------------------------------------------------------- normalisation
 
+_KEPT = frozenset({str, int, bool, type(None), bytes})  # exact types a view holds as they are
+
+
 def normalize(value: Any) -> Any:
     """Round floats, turn tuples into lists, sort map keys (recursively)."""
     t = type(value)
     if t is float:
         v = round(value, ROUND_DIGITS)
         return 0.0 if v == 0 else v
+    # the kept scalars are returned without a call: most leaves of a view are
+    kept = _KEPT
     if t is dict:
-        return {k: normalize(value[k]) for k in sorted(value)}
+        return {k: v if type(v) in kept else normalize(v) for k, v in sorted(value.items())}
     if t is list or t is tuple:
-        return [normalize(v) for v in value]
-    if value is None or t is bool or t is int or t is str or t is bytes:
+        return [v if type(v) in kept else normalize(v) for v in value]
+    if t in kept:
         return value
     raise TypeError(f"a view cannot hold {t.__name__}")
 
