@@ -101,7 +101,16 @@ RESULT_KINDS = frozenset({
 MAX_RESULTS = 4096
 _MATCH_KEYS = frozenset({"seq", "class", "kind", "leaf_hash", "digests", "digest_count", "detail",
                          "proof"})
-_HEX64 = frozenset("0123456789abcdef")
+_COMMITMENT_KEYS = frozenset({"digest", "seq"})
+_RANGE_KEYS = frozenset({"first_seq", "last_seq"})
+_CHECKPOINT_KEYS = frozenset({"size", "root", "note"})
+_ACTIVITY_KEYS = frozenset({"count", "digest", "kinds"})
+_OBSERVATION_KEYS = frozenset({"trace", "transcript", "agent_started"})
+_PROOF_KEYS = frozenset({"leaf_index", "tree_size", "hashes"})
+_RESULTS_KEYS = frozenset({"seqs", "digest"})
+_SIGNATURE_KEYS = frozenset({"keyid", "sig"})
+_SEAL_KEYS = frozenset({"keyid", "mac"})
+_HEX_DIGITS = "0123456789abcdef"
 
 PublicKeyLike = Verifier | Ed25519PublicKey | bytes
 PrivateKeyLike = Signer | Ed25519PrivateKey
@@ -322,13 +331,14 @@ def _int(value: Any, what: str) -> int:
 
 
 def _hexstr(value: Any, what: str, length: int) -> str:
-    if not isinstance(value, str) or len(value) != length or not set(value) <= _HEX64:
+    # strip() leaves nothing exactly when every character is a lowercase hex digit
+    if not isinstance(value, str) or len(value) != length or value.strip(_HEX_DIGITS):
         raise MalformedInput(f"attestation {what} must be {length} lowercase hex characters")
     return value
 
 
-def _map(value: Any, what: str, keys: Iterable[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or set(value) != set(keys):
+def _map(value: Any, what: str, keys: frozenset[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or value.keys() != keys:
         raise MalformedInput(f"attestation {what} must be a map with fields {sorted(keys)}")
     return value
 
@@ -348,29 +358,29 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
             raise MalformedInput(f"attestation {name} must be a string or null")
     if att["verdict"] not in VERDICTS:
         raise MalformedInput(f"attestation verdict {att['verdict']!r} is not one of {VERDICTS}")
-    c = _map(att["commitment"], "commitment", ("digest", "seq"))
+    c = _map(att["commitment"], "commitment", _COMMITMENT_KEYS)
     _hexstr(c["digest"], "commitment digest", 64)
     _int(c["seq"], "commitment seq")
-    r = _map(att["range"], "range", ("first_seq", "last_seq"))
+    r = _map(att["range"], "range", _RANGE_KEYS)
     _int(r["first_seq"], "first_seq")
     _int(r["last_seq"], "last_seq")
-    cp = _map(att["checkpoint"], "checkpoint", ("size", "root", "note"))
+    cp = _map(att["checkpoint"], "checkpoint", _CHECKPOINT_KEYS)
     _int(cp["size"], "checkpoint size")
     _hexstr(cp["root"], "checkpoint root", 64)
     if not isinstance(cp["note"], str):
         raise MalformedInput("attestation checkpoint note must be a string")
-    a = _map(att["activity"], "activity", ("count", "digest", "kinds"))
+    a = _map(att["activity"], "activity", _ACTIVITY_KEYS)
     _int(a["count"], "activity count")
     _hexstr(a["digest"], "activity digest", 64)
     if not isinstance(a["kinds"], Mapping) or not all(
             isinstance(k, str) and isinstance(v, int) for k, v in a["kinds"].items()):
         raise MalformedInput("attestation activity kinds must map kinds to counts")
-    o = _map(att["observation"], "observation", ("trace", "transcript", "agent_started"))
+    o = _map(att["observation"], "observation", _OBSERVATION_KEYS)
     if o["trace"] is not None and not isinstance(o["trace"], str):
         raise MalformedInput("attestation observation trace must be a string or null")
     if not isinstance(o["transcript"], bool) or not isinstance(o["agent_started"], bool):
         raise MalformedInput("attestation observation flags must be booleans")
-    ScanPolicy.from_data(att["scope"])
+    ScanPolicy.check_data(att["scope"])
     if not isinstance(att["matches"], list):
         raise MalformedInput("attestation matches must be a list")
     for m in att["matches"]:
@@ -386,7 +396,7 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         for d in mm["digests"]:
             _hexstr(d, "match digest", 2 * dg.MARKER_BYTES)
         _int(mm["digest_count"], "match digest_count")
-        p = _map(mm["proof"], "match proof", ("leaf_index", "tree_size", "hashes"))
+        p = _map(mm["proof"], "match proof", _PROOF_KEYS)
         _int(p["leaf_index"], "proof leaf_index")
         _int(p["tree_size"], "proof tree_size")
         if not isinstance(p["hashes"], list) or len(p["hashes"]) > 64:
@@ -398,7 +408,7 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
     _int(att["echoes"], "echoes")
     _int(att["answer_digests"], "answer_digests")
     if "results" in att:
-        res = _map(att["results"], "results", ("seqs", "digest"))
+        res = _map(att["results"], "results", _RESULTS_KEYS)
         if not isinstance(res["seqs"], list) or len(res["seqs"]) > MAX_RESULTS:
             raise MalformedInput(f"attestation results seqs must be a list of at most {MAX_RESULTS}")
         for s in res["seqs"]:
@@ -423,13 +433,13 @@ def _parse(att: Any) -> dict[str, Any]:
     if extra:
         raise MalformedInput(f"attestation has unknown fields {sorted(extra)}")
     out = _parse_body_only(att)
-    sig = _map(att.get("signature"), "signature", ("keyid", "sig"))
+    sig = _map(att.get("signature"), "signature", _SIGNATURE_KEYS)
     _hexstr(sig["keyid"], "signature keyid", 64)
     if not isinstance(sig["sig"], str):
         raise MalformedInput("attestation signature must be base64 text")
     out["signature"] = dict(sig)
     if "seal" in att:
-        seal = _map(att["seal"], "seal", ("keyid", "mac"))
+        seal = _map(att["seal"], "seal", _SEAL_KEYS)
         _hexstr(seal["keyid"], "seal keyid", 16)
         _hexstr(seal["mac"], "seal mac", 64)
         out["seal"] = dict(seal)

@@ -85,6 +85,11 @@ def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix + "/") or prefix == "/"
 
 
+_SCOPE_KEYS = frozenset({"worktree", "read_allowlist", "write_allowlist", "network_allowlist",
+                         "allow_dns"})
+_SCOPE_LISTS = ("read_allowlist", "write_allowlist", "network_allowlist")
+
+
 @dataclass(frozen=True)
 class ScanPolicy:
     """Where the agent may read and write, and which endpoints it may reach.
@@ -143,23 +148,35 @@ class ScanPolicy:
             "allow_dns": self.allow_dns,
         }
 
-    @classmethod
-    def from_data(cls, data: Any) -> ScanPolicy:
-        if not isinstance(data, Mapping) or set(data) != {
-                "worktree", "read_allowlist", "write_allowlist", "network_allowlist", "allow_dns"}:
+    @staticmethod
+    def check_data(data: Any) -> None:
+        """Raise MalformedInput unless ``from_data(data)`` builds a policy (without building it:
+        verifying an attestation checks its scope, and only a re-scan needs the policy)."""
+        if not isinstance(data, Mapping) or data.keys() != _SCOPE_KEYS:
             raise MalformedInput("scope must be {worktree, read_allowlist, write_allowlist, "
                                  "network_allowlist, allow_dns}")
-        lists = {}
-        for name in ("read_allowlist", "write_allowlist", "network_allowlist"):
+        for name in _SCOPE_LISTS:
             value = data[name]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise MalformedInput(f"scope {name} must be a list of strings")
-            lists[name] = tuple(value)
-        if not isinstance(data["allow_dns"], bool) or not isinstance(data["worktree"], str):
+        worktree = data["worktree"]
+        if not isinstance(data["allow_dns"], bool) or not isinstance(worktree, str):
             raise MalformedInput("scope worktree must be a string and allow_dns a bool")
+        # what __post_init__ refuses, with the message from_data gives for it
+        if not worktree.startswith("/"):
+            raise MalformedInput("scope: the scan policy needs the absolute worktree path")
+        for name in ("read_allowlist", "write_allowlist"):
+            for p in data[name]:
+                if not p.startswith("/"):
+                    raise MalformedInput(f"scope: {name} entries must be absolute paths, got {p!r}")
+
+    @classmethod
+    def from_data(cls, data: Any) -> ScanPolicy:
+        cls.check_data(data)
         try:
-            return cls(worktree=data["worktree"], allow_dns=data["allow_dns"], **lists)
-        except UsageError as exc:
+            return cls(worktree=data["worktree"], allow_dns=data["allow_dns"],
+                       **{name: tuple(data[name]) for name in _SCOPE_LISTS})
+        except UsageError as exc:  # not reached: check_data refuses what __post_init__ does
             raise MalformedInput(f"scope: {exc}") from exc
 
     def in_worktree(self, path: str) -> bool:
