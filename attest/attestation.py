@@ -47,14 +47,12 @@ import hmac
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from attest import digests as dg
-from attest.commitment import Commitment
-from attest.redact import MarkerScanner, Redactor
 from attest.scan import (
     ACTIVITY_KINDS,
     MATCH_CLASSES,
@@ -72,6 +70,9 @@ from ledger.errors import KeyMaterialError, MalformedInput, UsageError, Verifica
 from ledger.journal import merkle
 from ledger.journal.codec import Entry, canonical_bytes
 from ledger.journal.note import Checkpoint, Signer, Verifier, open_note, parse_note
+
+if TYPE_CHECKING:
+    from attest.commitment import Commitment
 
 FORMAT_VERSION = 1
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -559,6 +560,11 @@ def _journal_root(entries: Mapping[int, Entry], size: int) -> bytes | None:
 def _verify_journal(att: dict[str, Any], h: str, cp: Checkpoint, entries: Sequence[Entry],
                     journal_root: Callable[[int], bytes | None] | None, checks: list[str],
                     skipped: list[str]) -> tuple[Commitment, ScanPolicy]:
+    # the journal level needs the commitment and the marker scanner; the public-key level (all
+    # that plain ``ledger verify`` runs per attestation) imports neither
+    from attest.commitment import Commitment
+    from attest.redact import MarkerScanner
+
     by_seq = {e.seq: e for e in entries}
     attempt = att["attempt"]
     first, last = att["range"]["first_seq"], att["range"]["last_seq"]
@@ -740,6 +746,8 @@ def verify_attestation(
             raise VerificationError("attestation-seal", "the HMAC seal does not verify")
         checks.append("seal: HMAC-SHA256 under the seal subkey verifies")
         if entries is not None and commitment is not None and policy is not None:
+            from attest.redact import Redactor
+
             try:
                 redactor = Redactor(commitment, secret_key.subkey(COMMITMENT_KEY_LABEL))
             except KeyMaterialError:

@@ -41,12 +41,14 @@ import hashlib
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attest import digests as dg
-from attest.commitment import Commitment
 from ledger.errors import MalformedInput, UsageError, VerificationError
 from ledger.journal.codec import Entry, canonical_bytes
+
+if TYPE_CHECKING:
+    from attest.commitment import Commitment
 
 ACTIVITY_KINDS = frozenset({
     "fs.read", "fs.read.summary", "fs.write", "proc.exec", "net.connect", "net.response",

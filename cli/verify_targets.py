@@ -12,15 +12,17 @@ import gc
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import KeyMaterialError, NotFound, UsageError, VerificationError
 from ledger.journal import merkle
-from ledger.journal.bundle import VerifiedBundle, verify_bundle
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.journal.note import Verifier, open_checkpoint
-from ledger.journal.seen import Remembered, check_and_remember
+
+if TYPE_CHECKING:  # imported where used: a plain verify (no --bundle, --no-remember) needs neither
+    from ledger.journal.bundle import VerifiedBundle
+    from ledger.journal.seen import Remembered
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -31,6 +33,8 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
                   witnesses: Sequence[Verifier] = (), witness_threshold: int = 0) -> dict[str, Any]:
     lines: list[str] = []
     if bundle is not None:
+        from ledger.journal.bundle import verify_bundle
+
         assert verifier is not None
         vb = verify_bundle(bundle, verifier)
         lines.append(f"bundle: checkpoint signature ok, {len(vb.entries)} entries "
@@ -114,6 +118,8 @@ def _remembered_line(r: Remembered) -> str:
 
 def _remember_journal(journal: Journal, verifier: Verifier, summary: dict[str, Any],
                       lines: list[str]) -> dict[str, Any]:
+    from ledger.journal.seen import check_and_remember
+
     size, root = int(summary["size"]), bytes.fromhex(summary["root"])
     latest = journal.latest_checkpoint()
     r = check_and_remember(verifier=verifier, size=size, root=root,
@@ -124,6 +130,7 @@ def _remember_journal(journal: Journal, verifier: Verifier, summary: dict[str, A
 
 
 def _remember_bundle(vb: VerifiedBundle, verifier: Verifier, lines: list[str]) -> dict[str, Any]:
+    from ledger.journal.seen import check_and_remember
     from ledger.journal.verify import _fetch_from, _levels_from_leaves
 
     def consistency(old: int) -> list[bytes] | None:

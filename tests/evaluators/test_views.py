@@ -210,6 +210,13 @@ def test_replay_detects_a_changed_recorded_view_and_names_the_path() -> None:
     assert paths["cost_total"].absent == "recorded"
 
 
+def test_tiers_are_the_task_models() -> None:
+    """The view lists every tier the task model knows, in its order."""
+    from ledger.tasks.model import TIERS
+
+    assert views.TIERS == TIERS
+
+
 def test_diff_is_type_strict() -> None:
     """An int recorded where a float is computed counts as a difference."""
     assert [d.path for d in diff_values({"a": 1, "b": [1.0]}, {"a": 1.0, "b": [1.0, 2.0]})] == [
