@@ -88,6 +88,14 @@ def _attempt_kind(kind: str) -> bool:
     return kind in ATTEMPT_KINDS or kind.startswith(ATTEMPT_PREFIXES)
 
 
+class _AttemptKinds(dict[str, bool]):
+    """``_attempt_kind`` of each kind, worked out once per kind (one ``trusted`` call's worth)."""
+
+    def __missing__(self, kind: str) -> bool:
+        self[kind] = answer = _attempt_kind(kind)
+        return answer
+
+
 def _bound_seqs(att_entry: Entry) -> frozenset[int] | None:
     att = att_entry.data.get("attestation")
     if not isinstance(att, dict):
@@ -116,6 +124,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     resumed_seqs: list[int] = []
     started: dict[str, int] = {}
     attestation: dict[str, Entry] = {}
+    attestations: list[Entry] = []  # every attestation entry of the run, in seq order
     open_at: int | None = None
     run_started = False
     never = 1 << 62
@@ -142,6 +151,8 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
             a = e.data.get("attempt")
             if isinstance(a, str) and a not in started:
                 started[a] = e.seq
+        elif k == "attestation":
+            attestations.append(e)
     if open_at is not None:
         segments.append([open_at, never])
     finished_set = frozenset(finished_seqs)
@@ -169,9 +180,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         """Inside an open run segment (after run.started or run.resumed, before run.finished)."""
         return any(o < seq < c for o, c in segments)
 
-    for e in es:
-        if e.run != run_id or e.kind != "attestation":
-            continue
+    for e in attestations:
         a = e.data.get("attempt")
         if isinstance(a, str) and a in started and a not in attestation:
             s = started[a]
@@ -192,6 +201,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     judged: set[tuple[str, Any, Any]] = set()
     prev_kind: str | None = None  # the kind of the run's previous counted entry
     run_started_seen = False
+    attempt_kind = _AttemptKinds()
 
     def reject(e: Entry, attempt: str | None, reason: str) -> None:
         findings.append(Finding(e.seq, e.kind, e.run, attempt, reason))
@@ -238,8 +248,8 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
                              "by the same judge")
                 continue
             judged.add(jkey)
-        elif "attempt" in d and _attempt_kind(k):
-            a = d.get("attempt")
+        elif "attempt" in d and attempt_kind[k]:
+            a = d["attempt"]
             if isinstance(a, str):
                 first_seq = started.get(a)
                 if first_seq is None:
