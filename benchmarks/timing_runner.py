@@ -74,8 +74,9 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
 
 # Harness steps timed inside the worker (wall and CPU seconds): where the harness time goes.
 PHASES = {
-    "ledger.run.process": ("parse_strace_log", "_wait_tracer", "kill_attempt_processes",
-                           "_tracers"),
+    "ledger.run.process": ("_wait_tracer", "kill_attempt_processes", "_tracers"),
+    # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
+    "ledger.run.trace": ("TraceFollower.finish",),
     "ledger.run.attempt": ("load_plan_task", "_commit", "create_workspace", "take_diff",
                            "install_hidden_tests"),
 }
@@ -88,7 +89,9 @@ def _time_phases(phases: dict[str, list[float]]) -> Any:
     for module_name, names in PHASES.items():
         module = importlib.import_module(module_name)
         for name in names:
-            fn = getattr(module, name, None)
+            owner_name, _, attr = name.rpartition(".")
+            owner = getattr(module, owner_name, None) if owner_name else module
+            fn = getattr(owner, attr, None)
             if fn is None:
                 continue
 
@@ -101,12 +104,12 @@ def _time_phases(phases: dict[str, list[float]]) -> Any:
                     acc[0] += time.perf_counter() - t
                     acc[1] += time.process_time() - c
 
-            saved.append((module, name, fn))
-            setattr(module, name, timed)
+            saved.append((owner, attr, fn))
+            setattr(owner, attr, timed)
 
     def restore() -> None:
-        for module, name, fn in saved:
-            setattr(module, name, fn)
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
 
     return restore
 

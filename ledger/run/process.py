@@ -53,8 +53,8 @@ from ledger.run.contracts import (
 )
 from ledger.run.trace import (
     Evidence,
+    TraceFollower,
     TraceOptions,
-    parse_strace_log,
     strace_command,
     strace_status,
 )
@@ -433,9 +433,18 @@ def run_agent_process(
         raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
 
     start = time.monotonic()
-    from ledger.sandbox.tracelog import TraceWatch
+    from ledger.sandbox.tracelog import TraceWatch, agent_lines
 
     tracewatch = TraceWatch(proc.pid) if mode == "strace" else None
+    follower: TraceFollower | None = None
+    if log_path is not None:  # parse the log while the agent runs, not after it
+        secret_values = tuple(inv.secrets)
+        follower = TraceFollower(
+            log_path, TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
+                                   evidence=evidence),
+            keep=agent_lines if sandbox is not None else None,
+            # content and argv are filtered while parsing; redact secrets (paths too) and bound
+            post=lambda ev: sanitize_event(ev, lambda s: redact_secrets(s, secret_values)))
     assert proc.stdout is not None and proc.stderr is not None
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     sel = selectors.DefaultSelector()
@@ -494,6 +503,8 @@ def run_agent_process(
         with contextlib.suppress(Exception):
             proc.wait(timeout=5)
         kill_attempt_processes(marker, proc.pid)
+        if follower is not None:
+            follower.abandon()
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
         raise
@@ -516,24 +527,14 @@ def run_agent_process(
     else:
         usage = Usage()
 
-    if log_path is not None and trace_dir is not None:
+    if follower is not None and log_path is not None and trace_dir is not None:
         try:
             _wait_tracer(log_path, tracer_exclude)
-            opts = TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
-                                evidence=evidence)
-            parse_path = log_path
-            if sandbox is not None and log_path.exists():
-                from ledger.sandbox.tracelog import strip_setup
-
-                parse_path = trace_dir / "agent.log"
-                strip_setup(log_path, parse_path)
-            trace_events = parse_strace_log(parse_path, opts) if parse_path.exists() else []
+            trace_events = follower.finish()
         finally:
+            follower.abandon()
             shutil.rmtree(trace_dir, ignore_errors=True)
-        secret_values = tuple(inv.secrets)
         for ts, ev in trace_events:
-            # content and argv were filtered while parsing; redact secrets (paths too) and bound
-            ev = sanitize_event(ev, lambda s: redact_secrets(s, secret_values))
             timed.append((ts, ev))
             if on_event is not None:
                 on_event(ev)

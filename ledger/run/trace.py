@@ -19,11 +19,16 @@ interpreter and system files), ``proc.exec`` (successful ``execve``) and ``net.c
 attempt, including refused and in-progress ones), all with ``source="strace"``. Failed opens and
 execs (``ENOENT`` and friends) are skipped: nothing was read or run. Pseudo files under ``/dev``,
 ``/proc`` and ``/sys`` are skipped. Each path is reported once per attempt and direction (the
-first time), each endpoint once. The log is parsed in one streaming pass (``iter_events``): a
-line at a time, only the per-attempt sets of paths seen are kept.
+first time), each endpoint once, except that a read of a path the agent wrote since its last
+recorded read is recorded again (its content may have changed). The log is parsed in one
+streaming pass (``iter_events``): a line at a time, only the per-attempt sets of paths seen are
+kept.
 
-What a read keeps is decided **when the log is parsed, right after the agent ended** (a file the
-agent changed after reading it shows its final state, one it deleted shows none):
+What a read keeps is decided **when its log line is parsed**: ``TraceFollower`` parses the log in
+a thread while the agent runs, a few milliseconds behind it, and the tail once the tracer has
+exited. A read shows the file as it was at that moment (a file the agent changed right after
+reading it may show the new state, one it deleted at once shows none; a read after a write is
+recorded again, so the last state the agent read is always there):
 
 * inside the worktree: the first ``content_limit`` bytes of a regular text file (no NUL byte in
   its head), through the capture filter (the ground-truth redactor), as today;
@@ -415,6 +420,7 @@ class _Builder:
                      if opts.home is not None else None)
         self.system = tuple(p.encode() for p in (opts.system_prefixes or _default_system_prefixes()))
         self.seen: set[tuple[str, bytes]] = set()
+        self.rewritten: set[bytes] = set()  # written since the last recorded read of the path
         self.folded: dict[bytes, list[Any]] = {}  # resolved -> [sha256 or None, opens]
         self.budget = opts.content_budget
         self.cwd: dict[int, bytes] = {}
@@ -489,6 +495,12 @@ class _Builder:
             folded[1] += 1
             return None
         key = (kind, resolved)
+        if kind == "fs.write":
+            self.rewritten.add(resolved)
+        elif key in self.seen and resolved in self.rewritten:
+            self.seen.discard(key)  # read again after a write: its content may have changed
+        if kind == "fs.read":
+            self.rewritten.discard(resolved)
         if key in self.seen:
             return None
         inside = self._under(resolved, self.worktree)
@@ -673,3 +685,87 @@ def parse_strace_log(path: Path, opts: TraceOptions) -> list[tuple[float, Event]
     """Parse a strace log file, a line at a time (a large log never loads into memory at once)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         return list(iter_events(fh, opts))
+
+
+_FOLLOW_CHUNK = 256 * 1024
+FOLLOW_POLL_S = 0.005  # how long the follower sleeps when the log has nothing new
+
+
+def follow_lines(path: Path, done: threading.Event, poll_s: float = FOLLOW_POLL_S) -> Iterator[str]:
+    """The lines of a log that another process is still writing, each once it is complete.
+
+    Once ``done`` is set (the writer has exited), the rest of the file is read to its end,
+    a last line without a newline included. Bytes are decoded per line as UTF-8 with
+    ``errors="replace"``, the same text ``parse_strace_log`` reads (a newline never splits a
+    UTF-8 sequence).
+    """
+    while not path.exists():
+        if done.is_set():
+            return
+        done.wait(poll_s)
+    with open(path, "rb") as fh:
+        rest = b""
+        while True:
+            # the flag is read before the file: when it was set and a read then finds nothing,
+            # everything the writer wrote has been read
+            finished = done.is_set()
+            chunk = fh.read(_FOLLOW_CHUNK)
+            if chunk:
+                rest += chunk
+                *lines, rest = rest.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace") + "\n"
+                continue
+            if finished:
+                if rest:
+                    yield rest.decode("utf-8", "replace")
+                return
+            done.wait(poll_s)
+
+
+class TraceFollower:
+    """Parses an attempt's strace log in a thread while the agent runs (``iter_events`` over
+    ``follow_lines``), so that only the log's tail is left to parse once the tracer has exited.
+
+    ``keep``: a filter over the log's lines (the sandbox's ``agent_lines`` drops bwrap's own
+    set-up); ``post``: applied to each event in the thread (the caller's redaction). The events
+    are those ``parse_strace_log`` gives for the finished log, in the same order; what a read
+    keeps is decided shortly after the read (see the module docstring).
+    """
+
+    def __init__(self, path: Path, opts: TraceOptions,
+                 keep: Callable[[Iterable[str]], Iterable[str]] | None = None,
+                 post: Callable[[Event], Event] | None = None) -> None:
+        self._path = path
+        self._opts = opts
+        self._keep = keep
+        self._post = post
+        self._done = threading.Event()
+        self._events: list[tuple[float, Event]] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="ledger-trace-follower", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            lines: Iterable[str] = follow_lines(self._path, self._done)
+            if self._keep is not None:
+                lines = self._keep(lines)
+            post = self._post
+            for ts, event in iter_events(lines, self._opts):
+                self._events.append((ts, post(event) if post is not None else event))
+        except BaseException as exc:  # handed to finish(), in the attempt's thread
+            self._error = exc
+
+    def finish(self) -> list[tuple[float, Event]]:
+        """The events of the whole log; call once the tracer has exited (its log is complete)."""
+        self._done.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._events
+
+    def abandon(self, timeout: float = 5.0) -> None:
+        """Stop following (the attempt is being torn down); the events are dropped."""
+        self._done.set()
+        self._thread.join(timeout)

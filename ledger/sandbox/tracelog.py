@@ -4,7 +4,7 @@ strace runs outside the sandbox (``strace ... -- bwrap ... -- AGENT``): the trac
 harness's PID namespace, so nothing inside can see or signal it, and it follows bwrap into the
 namespaces. The first lines of its log are bwrap building the sandbox (opening ``/newroot/...``,
 writing ``/proc/PID/uid_map``): the harness's own set-up, not the agent's activity.
-``strip_setup`` keeps the log from the agent's first ``execve`` on, without any line of the
+``agent_lines`` keeps the log from the agent's first ``execve`` on, without any line of the
 bwrap processes (they only wait and reap afterwards).
 
 A trace is **partial** when the tracer stopped following the agent before the agent ended
@@ -14,40 +14,34 @@ A trace is **partial** when the tracer stopped following the agent before the ag
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Iterable, Iterator
 
-_PID = re.compile(rb"^(\d+)\s")
+_PID = re.compile(r"^(\d+)\s")
 
 
-def strip_setup(log_path: Path, out_path: Path) -> bool:
-    """Write the agent part of ``log_path`` to ``out_path``; False when the log names no exec
-    (then ``out_path`` is empty: the agent never started inside)."""
-    try:
-        lines = log_path.read_bytes().splitlines(keepends=True)
-    except OSError:
-        out_path.write_bytes(b"")
-        return False
-    first_pid: bytes | None = None
-    setup_pids: set[bytes] = set()
-    cut: int | None = None
-    for i, line in enumerate(lines):
+def agent_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The agent part of a log's lines, streamed: from the first ``execve`` of a process other
+    than the first one on, without any line of the processes seen before it (bwrap's). Nothing
+    when the log names no such exec (the agent never started inside)."""
+    first_pid: str | None = None
+    setup_pids: set[str] = set()
+    it = iter(lines)
+    for line in it:
         m = _PID.match(line)
         if m is None:
             continue
         pid = m.group(1)
         if first_pid is None:
             first_pid = pid
-        if pid != first_pid and b" execve(" in line:
-            cut = i
+        if pid != first_pid and " execve(" in line:
             setup_pids.discard(pid)
+            yield line
             break
         setup_pids.add(pid)
-    if cut is None:
-        out_path.write_bytes(b"")
-        return False
-    kept = [ln for ln in lines[cut:] if (m := _PID.match(ln)) is None or m.group(1) not in setup_pids]
-    out_path.write_bytes(b"".join(kept))
-    return True
+    for line in it:
+        m = _PID.match(line)
+        if m is None or m.group(1) not in setup_pids:
+            yield line
 
 
 def tracer_of(pid: int) -> int | None:

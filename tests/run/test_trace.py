@@ -232,3 +232,74 @@ def test_real_strace_log_parses(tmp_path: Path) -> None:
     assert reads[str(wt / "in.txt")]["content"] == "data\n"
     assert {str(wt / "out.txt"), str(wt / "moved.txt")} <= writes
     assert any(d["argv"][:1] == ["cat"] for k, d in events if k == "proc.exec")
+
+
+def test_a_read_after_a_write_is_recorded_again(tmp_path: Path) -> None:
+    """Read, write, read again: the second read is its own event (the content may have changed);
+    a read with no write in between stays folded into the first."""
+    wt = (tmp_path / "wt").resolve()
+    wt.mkdir()
+    (wt / "m.py").write_text("new\n")
+    (wt / "other.py").write_text("x\n")
+    cwd = f"AT_FDCWD<{h(str(wt))}>"
+    lines = [
+        f"7 1.0 openat({cwd}, {q('m.py')}, O_RDONLY) = 3<{h(str(wt / 'm.py'))}>",
+        f"7 1.1 openat({cwd}, {q('other.py')}, O_RDONLY) = 3<{h(str(wt / 'other.py'))}>",
+        f"7 1.2 openat({cwd}, {q('m.py')}, O_WRONLY|O_TRUNC) = 3<{h(str(wt / 'm.py'))}>",
+        f"7 1.3 openat({cwd}, {q('m.py')}, O_RDONLY) = 3<{h(str(wt / 'm.py'))}>",
+        f"7 1.4 openat({cwd}, {q('m.py')}, O_RDONLY) = 3<{h(str(wt / 'm.py'))}>",
+        f"7 1.5 openat({cwd}, {q('other.py')}, O_RDONLY) = 3<{h(str(wt / 'other.py'))}>",
+    ]
+    events = parse(lines, tmp_path)
+    assert [(k, Path(d["resolved"]).name) for k, d in events] == [
+        ("fs.read", "m.py"), ("fs.read", "other.py"), ("fs.write", "m.py"), ("fs.read", "m.py")]
+    assert events[-1][1]["content"] == "new\n"
+
+
+def test_follower_parses_a_growing_log_like_the_finished_one(tmp_path: Path) -> None:
+    """Lines written in pieces while the follower runs (a line split mid-way, a last line
+    without a newline) give the events parse_strace_log gives for the finished file."""
+    import threading
+
+    from ledger.run.trace import TraceFollower, follow_lines, parse_strace_log
+
+    wt = (tmp_path / "wt").resolve()
+    wt.mkdir()
+    for n in ("a.py", "b.py", "c.py"):
+        (wt / n).write_text(f"{n}\n")
+    cwd = f"AT_FDCWD<{h(str(wt))}>"
+    log = tmp_path / "strace.log"
+    text = "".join(f"5 1.{i} openat({cwd}, {q(n)}, O_RDONLY) = 3<{h(str(wt / n))}>\n"
+                   for i, n in enumerate(("a.py", "b.py", "c.py")))
+    text = text.rstrip("\n")  # the tracer died mid-write: no newline at the end
+    opts = TraceOptions(worktree=wt, home=tmp_path / "home")
+    follower = TraceFollower(log, opts)
+    time.sleep(0.02)  # the log does not exist yet: the follower waits for it
+    with open(log, "w") as fh:
+        for piece in (text[:50], text[50:170], text[170:]):
+            fh.write(piece)
+            fh.flush()
+            time.sleep(0.02)
+    followed = follower.finish()
+    assert followed == parse_strace_log(log, opts)
+    assert [Path(d["resolved"]).name for _t, (_k, d) in followed] == ["a.py", "b.py", "c.py"]
+    done = threading.Event()
+    done.set()
+    assert list(follow_lines(tmp_path / "never-written.log", done)) == []
+
+
+def test_follower_error_reaches_the_caller(tmp_path: Path) -> None:
+    """A parser failure in the follower's thread is raised by finish(), not lost."""
+    from ledger.run.trace import TraceFollower
+
+    log = tmp_path / "strace.log"
+    log.write_text("1 1.0 openat(AT_FDCWD</>, \"x\", O_RDONLY) = 3</x>\n")
+
+    def broken(lines):  # type: ignore[no-untyped-def]
+        for _line in lines:
+            raise RuntimeError("parser bug")
+        yield ""
+
+    follower = TraceFollower(log, TraceOptions(worktree=tmp_path), keep=broken)
+    with pytest.raises(RuntimeError, match="parser bug"):
+        follower.finish()

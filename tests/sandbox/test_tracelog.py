@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from ledger.run.trace import strace_status
-from ledger.sandbox.tracelog import TraceWatch, strip_setup
+from ledger.sandbox.tracelog import TraceWatch, agent_lines
 
 STRACE_OK, STRACE_WHY = strace_status()
 
@@ -25,22 +24,16 @@ LOG = """\
 """
 
 
-def test_strip_setup_keeps_the_agent_from_its_first_exec(tmp_path: Path) -> None:
+def test_agent_lines_keep_the_agent_from_its_first_exec() -> None:
     """Lines of bwrap's processes and everything before the agent's exec are dropped."""
-    src, out = tmp_path / "strace.log", tmp_path / "agent.log"
-    src.write_text(LOG)
-    assert strip_setup(src, out) is True
-    kept = out.read_text().splitlines()
+    kept = list(agent_lines(LOG.splitlines(keepends=True)))
     assert [ln.split()[2].split("(")[0] for ln in kept] == ["execve", "openat"]
     assert all(ln.startswith("102 ") for ln in kept)
 
 
-def test_strip_setup_without_an_agent_exec_keeps_nothing(tmp_path: Path) -> None:
-    """bwrap failed before the agent ran: the agent log is empty, not bwrap's activity."""
-    src, out = tmp_path / "strace.log", tmp_path / "agent.log"
-    src.write_text("\n".join(LOG.splitlines()[:4]) + "\n")
-    assert strip_setup(src, out) is False
-    assert out.read_text() == ""
+def test_agent_lines_without_an_agent_exec_keep_nothing() -> None:
+    """bwrap failed before the agent ran: nothing is kept, not bwrap's activity."""
+    assert list(agent_lines(LOG.splitlines(keepends=True)[:4])) == []
 
 
 @pytest.mark.strace
