@@ -168,17 +168,37 @@ def resolve_trace(mode: str) -> tuple[str, str]:
 
 # --- processes --------------------------------------------------------------------------------
 
+_PF_EXITING = 0x4  # the kernel's per-task flag (include/linux/sched.h): the task is exiting
+
+
+def parse_proc_stat(raw: bytes) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgrp, session) from the text of ``/proc/PID/stat``, or None.
+
+    A process that has already begun to exit (``PF_EXITING`` in the flags field: it runs no more
+    code of its own and is about to become a zombie) has state ``"X"``, like one that is gone:
+    it is neither killed nor counted as an orphan.
+    """
+    tail = raw[raw.rfind(b")") + 2:].split()
+    if len(tail) < 7:
+        return None
+    try:
+        state, ppid, pgrp, session, flags = (tail[0].decode(), int(tail[1]), int(tail[2]),
+                                             int(tail[3]), int(tail[6]))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if flags & _PF_EXITING:
+        state = "X"
+    return state, ppid, pgrp, session
+
+
 def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, session) of a live process, or None."""
+    """(state, ppid, pgrp, session) of a process (``parse_proc_stat``), or None when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             raw = fh.read()
     except OSError:
         return None
-    tail = raw[raw.rfind(b")") + 2:].split()
-    if len(tail) < 4:
-        return None
-    return tail[0].decode(), int(tail[1]), int(tail[2]), int(tail[3])
+    return parse_proc_stat(raw)
 
 
 def _has_marker(pid: int, marker: bytes) -> bool:

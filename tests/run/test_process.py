@@ -21,6 +21,7 @@ from ledger.run.process import (
     _Stream,
     bound_text,
     output_events,
+    parse_proc_stat,
     redact_secrets,
     resolve_trace,
     run_agent_process,
@@ -120,6 +121,20 @@ def test_orphans_found_killed_counted(tmp_path: Path, trace: str) -> None:
     assert out.orphans == 3
     time.sleep(0.05)
     assert [p for p in pids if alive(p)] == []
+
+
+# /proc/PID/stat of one process: (comm) state ppid pgrp session tty_nr tpgid flags ...
+STAT_RUNNING = b"910 (python3 (x)) R 904 904 904 0 -1 4194560 120 0 0 0"
+STAT_EXITING = b"910 (python3 (x)) R 904 904 904 0 -1 4194628 120 0 0 0"  # PF_EXITING (0x4) set
+
+
+def test_a_process_that_is_already_exiting_is_not_an_orphan() -> None:
+    """A process of the agent's group caught between its exit and its zombie state (flags hold
+    PF_EXITING) reads as gone: it is not killed or counted; a running one is."""
+    assert parse_proc_stat(STAT_RUNNING) == ("R", 904, 904, 904)
+    assert parse_proc_stat(STAT_EXITING) == ("X", 904, 904, 904)
+    assert parse_proc_stat(b"910 (cut) R 904") is None
+    assert parse_proc_stat(b"") is None
 
 
 def test_output_flood_is_bounded_and_counted(tmp_path: Path) -> None:
