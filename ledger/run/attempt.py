@@ -363,37 +363,35 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
     from ledger.sandbox.grading import apply_changes, graded_changes
     from ledger.sandbox.setup import grading_policy
 
-    grade = create_grading_tree(task)
-    try:
-        graded, dropped = graded_changes(
-            diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
-            repo_dir=task.repo_dir, worktree=ws.worktree)
-        dropped += apply_changes(graded, source=ws.worktree, target=grade.worktree)
-        lost = {d["path"] for d in dropped}
-        policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
-                                hidden=_hidden(task, plan.config),
-                                path_env=tool_env(grade).get("PATH", ""),
-                                programs=_task_programs(task))
-        out.entry("grading", {
-            "isolation": "sandbox",
-            "graded": [f["path"] for f in graded if f["path"] not in lost],
-            "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
-            "sandbox": policy.as_data(),
-        })
-        install_hidden_tests(grade, task)
+    # inside the attempt's folder: removed with it, after the attempt has reported
+    grade = create_grading_tree(task, parent=ws.root)
+    graded, dropped = graded_changes(
+        diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
+        repo_dir=task.repo_dir, worktree=ws.worktree)
+    dropped += apply_changes(graded, source=ws.worktree, target=grade.worktree)
+    lost = {d["path"] for d in dropped}
+    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
+                            hidden=_hidden(task, plan.config),
+                            path_env=tool_env(grade).get("PATH", ""),
+                            programs=_task_programs(task))
+    out.entry("grading", {
+        "isolation": "sandbox",
+        "graded": [f["path"] for f in graded if f["path"] not in lost],
+        "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
+        "sandbox": policy.as_data(),
+    })
+    install_hidden_tests(grade, task)
 
-        def wrap(argv: list[str]) -> list[str]:
-            return bwrap_command(policy, argv)
+    def wrap(argv: list[str]) -> list[str]:
+        return bwrap_command(policy, argv)
 
-        for index, sig in enumerate(task.signals):
-            out.entry("signal.result", run_signal(grade, index, sig, redact=redact,
-                                                  timeout=test_timeout, wrap=wrap))
-        out.entry("test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap))
-        if task.regression_command:
-            out.entry("test.result", run_suite(grade, "regression", task.regression_command,
-                                               redact=redact, timeout=test_timeout, wrap=wrap))
-    finally:
-        grade.cleanup()
+    for index, sig in enumerate(task.signals):
+        out.entry("signal.result", run_signal(grade, index, sig, redact=redact,
+                                              timeout=test_timeout, wrap=wrap))
+    out.entry("test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap))
+    if task.regression_command:
+        out.entry("test.result", run_suite(grade, "regression", task.regression_command,
+                                           redact=redact, timeout=test_timeout, wrap=wrap))
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
@@ -453,9 +451,27 @@ def _resolve(plan: AttemptPlan) -> Any:
     return resolve_agent(plan.agent_spec, config=plan.config.get("named_agents") or {})
 
 
+_COMMITMENTS: dict[tuple[str, str, bytes], Any] = {}  # a worker's commitments, by task and key
+_COMMITMENTS_MAX = 64
+
+
+def _commitment(task: Task, key: bytes) -> Any:
+    """``commitment_for_task``, kept per worker: it is a function of the task's files (their
+    hash, checked against the run's by ``load_plan_task``), its folder and the key."""
+    from attest.material import commitment_for_task
+
+    cache_key = (task.hash, str(Path(task.root).resolve()), key)
+    commitment = _COMMITMENTS.get(cache_key)
+    if commitment is None:
+        commitment = commitment_for_task(task, key=key)
+        if len(_COMMITMENTS) >= _COMMITMENTS_MAX:
+            _COMMITMENTS.clear()
+        _COMMITMENTS[cache_key] = commitment
+    return commitment
+
+
 def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redactor]:
     """The ground-truth commitment (emitted before the agent) and the redactor built from it."""
-    from attest.material import commitment_for_task
     from attest.redact import Redactor
 
     key = cfg.get("commitment_key")
@@ -463,7 +479,7 @@ def _commit(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redacto
         raise TaskError("the attempt plan carries no commitment key; nothing was run")
     from attest.redact import SecretPattern
 
-    commitment = commitment_for_task(task, key=bytes(key))
+    commitment = _commitment(task, bytes(key))
     secrets = [SecretPattern.from_data(p) for p in cfg.get("secret_patterns") or ()]
     return commitment.as_data(), Redactor(commitment, bytes(key), secrets=secrets)
 
