@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.attestation import RESULT_KINDS, results_digest, verify_attestation
+from attest.attestation import RESULT_KINDS, results_digest, verify_public_level
 from evaluators.registry import replay_run
 from ledger.errors import LedgerError, MalformedInput, VerificationError
 from ledger.journal.codec import Entry
@@ -63,10 +63,10 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
     att = e.data.get("attestation")
     if not isinstance(att, dict):
         raise MalformedInput("the entry holds no attestation map")
-    report = verify_attestation(att, verifier_public_key=public_key, verified_notes=verified_notes)
-    if report.hash != e.data.get("hash"):
+    h, _ = verify_public_level(att, verifier_public_key=public_key, verified_notes=verified_notes)
+    if h != e.data.get("hash"):
         raise VerificationError("attestation-hash", "the entry's hash field is not the hash of its "
-                                "attestation", seq=e.seq, expected=report.hash,
+                                "attestation", seq=e.seq, expected=h,
                                 computed=str(e.data.get("hash")))
     if (e.data.get("attempt") != att["attempt"] or e.run != att["run"] or e.task != att["task"]
             or e.seq <= att["range"]["last_seq"]):

@@ -22,6 +22,7 @@ from attest.attestation import (
     signed_bytes,
     to_dsse,
     verify_attestation,
+    verify_public_level,
 )
 from attest.commitment import build_commitment
 from attest.redact import Redactor
@@ -512,6 +513,51 @@ def test_malformed_attestations_are_usage_errors(dirty_att: dict[str, Any],
                 {"payloadType": PAYLOAD_TYPE, "payload": "!!", "signatures": []}):
         with pytest.raises(MalformedInput):
             verify_attestation(bad, verifier_public_key=signer.verifier)
+
+
+def _flip_hex(value: str) -> str:
+    return ("0" if value[0] != "0" else "1") + value[1:]
+
+
+# (name, forge(dirty attestation, signer, impostor)): every forgery the public-key level catches,
+# for the audit's report-free path (verify_public_level) to catch the same way
+_PUBLIC_LEVEL_FORGERIES: list[tuple[str, Any]] = [
+    ("as-signed", lambda a, s, i: a),
+    ("forged-clean-not-resigned", lambda a, s, i: _forged_clean(a)),
+    ("resigned-with-another-key", lambda a, s, i: resign(_forged_clean(a), i)),
+    ("resigned-claiming-our-keyid", lambda a, s, i: resign(_forged_clean(a), i, keyid_of=s)),
+    ("clean-with-a-match", lambda a, s, i: resign({**a, "verdict": "CLEAN"}, s)),
+    ("dirty-without-a-match", lambda a, s, i: resign({**_forged_clean(a), "verdict": "DIRTY"}, s)),
+    ("signature-not-base64", lambda a, s, i: {**a, "signature": {**a["signature"], "sig": "!!"}}),
+    ("checkpoint-root-edited", lambda a, s, i: resign(
+        {**a, "checkpoint": {**a["checkpoint"], "root": _flip_hex(a["checkpoint"]["root"])}}, s)),
+    ("scope-worktree-relative", lambda a, s, i: {**a, "scope": {**a["scope"], "worktree": "wt"}}),
+    ("scope-allowlist-relative", lambda a, s, i: {
+        **a, "scope": {**a["scope"], "write_allowlist": [*a["scope"]["write_allowlist"], "tmp"]}}),
+    ("unknown-field", lambda a, s, i: {**a, "extra": 1}),
+    ("missing-field", lambda a, s, i: {k: v for k, v in a.items() if k != "echoes"}),
+    ("hex-uppercase", lambda a, s, i: {**a, "matches_digest": a["matches_digest"].upper()}),
+]
+
+
+@pytest.mark.parametrize("forge", [f for _, f in _PUBLIC_LEVEL_FORGERIES],
+                         ids=[n for n, _ in _PUBLIC_LEVEL_FORGERIES])
+def test_public_level_path_agrees_with_verify_attestation(forge: Any, dirty_att: dict[str, Any],
+                                                          signer: Signer, impostor: Signer) -> None:
+    """verify_public_level accepts, refuses and names the failed check as verify_attestation does."""
+    att = forge(copy.deepcopy(dirty_att), signer, impostor)
+
+    def outcome(check: Any) -> tuple[str, str]:
+        try:
+            return "ok", check()
+        except VerificationError as exc:
+            return "VerificationError", exc.check
+        except MalformedInput as exc:
+            return "MalformedInput", str(exc)
+
+    full = outcome(lambda: verify_attestation(att, verifier_public_key=signer.verifier).hash)
+    fast = outcome(lambda: verify_public_level(att, verifier_public_key=signer.verifier)[0])
+    assert fast == full
 
 
 def test_build_refuses_a_checkpoint_that_does_not_cover(rec: Recorder, redactor: Redactor,

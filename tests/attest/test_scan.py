@@ -7,7 +7,7 @@ import pytest
 from attest.commitment import Commitment
 from attest.redact import MarkerScanner, Redactor
 from attest.scan import ScanPolicy, scan_attempt
-from ledger.errors import MalformedInput, VerificationError
+from ledger.errors import MalformedInput, UsageError, VerificationError
 from tests.attest.conftest import (
     ATTEMPT,
     HIDDEN_TEST,
@@ -346,6 +346,28 @@ def test_policy_round_trip_and_validation(policy: ScanPolicy) -> None:
         ScanPolicy.from_data({**policy.as_data(), "worktree": "relative/wt"})
     with pytest.raises(MalformedInput):
         ScanPolicy.from_data({"worktree": WORKTREE})
+
+
+# (name, edit of a valid scope): scopes the policy itself refuses to be built from
+_BAD_SCOPES = [
+    ("worktree-relative", {"worktree": "relative/wt"}),
+    ("read-entry-relative", {"read_allowlist": ["/usr", "lib"]}),
+    ("write-entry-relative", {"write_allowlist": ["tmp"]}),
+]
+
+
+@pytest.mark.parametrize("edit", [e for _, e in _BAD_SCOPES], ids=[n for n, _ in _BAD_SCOPES])
+def test_scope_check_refuses_what_the_policy_refuses(policy: ScanPolicy, edit: dict[str, object]) -> None:
+    """check_data (what verifying an attestation runs) refuses, with the same message, every scope
+    whose ScanPolicy cannot be built."""
+    data = {**policy.as_data(), **edit}
+    with pytest.raises(UsageError) as built:
+        ScanPolicy(worktree=data["worktree"], read_allowlist=tuple(data["read_allowlist"]),
+                   write_allowlist=tuple(data["write_allowlist"]),
+                   network_allowlist=tuple(data["network_allowlist"]), allow_dns=data["allow_dns"])
+    with pytest.raises(MalformedInput) as checked:
+        ScanPolicy.check_data(data)
+    assert str(checked.value) == f"scope: {built.value}"
 
 
 def _summary(rec: Recorder, paths: list[str]) -> object:
