@@ -500,15 +500,15 @@ def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str] | None,
                    verified_notes: Mapping[str, Checkpoint] | None = None) -> Checkpoint:
     """The public-key level; ``checks`` (None: not wanted) receives a line per check passed."""
     sig = att["signature"]
-    keyid, key = _verifier_key(pub)
+    keyid, verifier = _verifier_key(pub)
     if sig["keyid"] != keyid:
         raise VerificationError("attestation-key", "signed by another key",
                                 expected=keyid, computed=sig["keyid"])
     try:
         raw_sig = base64.b64decode(sig["sig"], validate=True)
-        if key is None:
+        if verifier is None:
             raise ValueError("not an Ed25519 public key")
-        key.verify(raw_sig, signed_bytes(att))
+        verifier.verify(raw_sig, signed_bytes(att))
     except (binascii.Error, ValueError, InvalidSignature):
         raise VerificationError("attestation-signature",
                                 "the Ed25519 signature does not verify") from None
