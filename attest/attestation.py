@@ -351,14 +351,19 @@ def _hexstr(value: Any, what: str, length: int) -> str:
     return value
 
 
+def _is_map(value: Any) -> bool:
+    """isinstance(value, Mapping), without the ABC check for a plain dict (what entries hold)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _map(value: Any, what: str, keys: frozenset[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or value.keys() != keys:
+    if not _is_map(value) or value.keys() != keys:
         raise MalformedInput(f"attestation {what} must be a map with fields {sorted(keys)}")
     return value
 
 
 def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(att, Mapping):
+    if not _is_map(att):
         raise MalformedInput("an attestation must be a map")
     missing = _REQUIRED_BODY_KEYS - att.keys()
     if missing:
@@ -386,7 +391,7 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
     a = _map(att["activity"], "activity", _ACTIVITY_KEYS)
     _int(a["count"], "activity count")
     _hexstr(a["digest"], "activity digest", 64)
-    if not isinstance(a["kinds"], Mapping) or not all(
+    if not _is_map(a["kinds"]) or not all(
             isinstance(k, str) and isinstance(v, int) for k, v in a["kinds"].items()):
         raise MalformedInput("attestation activity kinds must map kinds to counts")
     o = _map(att["observation"], "observation", _OBSERVATION_KEYS)
@@ -432,16 +437,16 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         _hexstr(res["digest"], "results digest", 64)
     if "isolation" in att and att["isolation"] not in ISOLATIONS:
         raise MalformedInput(f"attestation isolation {att['isolation']!r} is not one of {ISOLATIONS}")
-    if "sandbox" in att and att["sandbox"] is not None and not isinstance(att["sandbox"], Mapping):
+    if "sandbox" in att and att["sandbox"] is not None and not _is_map(att["sandbox"]):
         raise MalformedInput("attestation sandbox must be a map or null")
     return {k: att[k] for k in _BODY_KEYS if k in att}
 
 
 def _parse(att: Any) -> dict[str, Any]:
     """A structurally valid attestation map (a DSSE envelope is accepted and unpacked)."""
-    if isinstance(att, Mapping) and "payloadType" in att:
+    if _is_map(att) and "payloadType" in att:
         att = _from_dsse(att)
-    if not isinstance(att, Mapping):
+    if not _is_map(att):
         raise MalformedInput("an attestation must be a map")
     if not att.keys() <= _ATT_KEYS:
         raise MalformedInput(f"attestation has unknown fields {sorted(att.keys() - _ATT_KEYS)}")

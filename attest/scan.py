@@ -154,7 +154,7 @@ class ScanPolicy:
     def check_data(data: Any) -> None:
         """Raise MalformedInput unless ``from_data(data)`` builds a policy (without building it:
         verifying an attestation checks its scope, and only a re-scan needs the policy)."""
-        if not isinstance(data, Mapping) or data.keys() != _SCOPE_KEYS:
+        if not (type(data) is dict or isinstance(data, Mapping)) or data.keys() != _SCOPE_KEYS:
             raise MalformedInput("scope must be {worktree, read_allowlist, write_allowlist, "
                                  "network_allowlist, allow_dns}")
         for name in _SCOPE_LISTS:
