@@ -134,9 +134,12 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
 
 
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                   allow_nan=False)  # encode() keeps no state between calls
+
+
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return _CANONICAL_JSON.encode(value).encode("utf-8")
 
 
 def results_digest(leaf_hashes: Iterable[bytes]) -> str:
@@ -339,6 +342,8 @@ def _from_dsse(envelope: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _int(value: Any, what: str) -> int:
+    if type(value) is int and value >= 0:  # what a decoded entry holds
+        return value
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise MalformedInput(f"attestation {what} must be a non-negative integer")
     return value
