@@ -156,14 +156,14 @@ def _audit(journal: Journal, verifier: Verifier | None, lines: list[str],
     key) are reused rather than parsed again.
     """
     from evaluators.audit import audit_runs
-    from ledger.journal.codec import decode_entry_trusted
+    from ledger.journal.codec import decode_entries_trusted
 
     # decoding builds a few dicts per entry and nothing here makes reference cycles: pause the
     # cyclic collector, whose passes over the growing list of entries cost more than the decode
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _audit_entries([decode_entry_trusted(body) for body in verified["bodies"]],
+        return _audit_entries(decode_entries_trusted(verified["bodies"]),
                               journal, verifier, lines, verified, audit_runs)
     finally:
         if was_enabled:

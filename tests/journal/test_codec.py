@@ -17,6 +17,7 @@ from ledger.journal.codec import (
     MAX_DEPTH,
     Entry,
     canonical_bytes,
+    decode_entries_trusted,
     decode_entry,
     decode_entry_trusted,
     encode_entry,
@@ -305,6 +306,26 @@ def test_decode_entry_refuses_wrong_envelope(obj: Any) -> None:
     unpack_canonical(raw)  # the bytes themselves are canonical
     with pytest.raises(CodecError):
         decode_entry(raw)
+
+
+@pytest.mark.parametrize("obj", ENVELOPES.values(), ids=list(ENVELOPES))
+def test_batch_trusted_decode_refuses_wrong_envelope(obj: Any) -> None:
+    """decode_entries_trusted (the audit's decode) refuses every envelope decode_entry refuses,
+    also behind a valid entry."""
+    raw = canonical_bytes(obj if obj is not None else [1, 2])
+    with pytest.raises(CodecError):
+        decode_entries_trusted([canonical_bytes(envelope()), raw])
+
+
+def test_batch_trusted_decode_matches_one_by_one() -> None:
+    """decode_entries_trusted gives the entries decode_entry gives, in order."""
+    entries = [encode_entry(seq=i, ts=-3 + i, kind=k, data=d, run=r, task=t)
+               for i, (k, d, r, t) in enumerate([("k", {"b": 1.5, "a": None}, RUN, None),
+                                                 ("x.y", {}, None, "t"),
+                                                 ("z", {"n": [1, {"m": b"\x00"}]}, RUN, "t")])]
+    raws = [e.raw for e in entries]
+    assert decode_entries_trusted(raws) == [decode_entry(r) for r in raws] == entries
+    assert decode_entries_trusted([]) == []
 
 
 def test_valid_envelope_decodes() -> None:
