@@ -88,12 +88,28 @@ def _attempt_kind(kind: str) -> bool:
     return kind in ATTEMPT_KINDS or kind.startswith(ATTEMPT_PREFIXES)
 
 
-class _AttemptKinds(dict[str, bool]):
-    """``_attempt_kind`` of each kind, worked out once per kind (one ``trusted`` call's worth)."""
+# What pass 2 of ``trusted`` does with an entry of a kind (worked out once per kind)
+_PASS, _RUN_STARTED, _RUN_FINISHED, _VIEW_RECORDED, _ATTESTATION, _JUDGE_VERDICT = range(6)
+_ATTEMPT_STARTED, _RESULT, _ATTEMPT_ACTIVITY = 6, 7, 8  # the attempt kinds: the span rule
+_KIND_CLASSES = {"run.started": _RUN_STARTED, "run.finished": _RUN_FINISHED,
+                 "view.recorded": _VIEW_RECORDED, "attestation": _ATTESTATION,
+                 "judge.verdict": _JUDGE_VERDICT}
 
-    def __missing__(self, kind: str) -> bool:
-        self[kind] = answer = _attempt_kind(kind)
-        return answer
+
+class _KindClasses(dict[str, int]):
+    """The class of each kind, worked out once per kind (one ``trusted`` call's worth)."""
+
+    def __missing__(self, kind: str) -> int:
+        if kind in _KIND_CLASSES:
+            c = _KIND_CLASSES[kind]
+        elif not _attempt_kind(kind):
+            c = _PASS
+        elif kind == "attempt.started":
+            c = _ATTEMPT_STARTED
+        else:
+            c = _RESULT if kind in RESULT_KINDS else _ATTEMPT_ACTIVITY
+        self[kind] = c
+        return c
 
 
 def _bound_seqs(att_entry: Entry) -> frozenset[int] | None:
@@ -187,12 +203,13 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
             if s < e.seq < run_end(s) or (s < e.seq and in_prologue(e.seq)):
                 attestation[a] = e
 
-    ends: dict[str, int] = {}
-    bound: dict[str, frozenset[int] | None] = {}
+    # each started attempt's span: (its first attempt.started, the end of the span, the result
+    # seqs its attestation binds or None)
+    spans: dict[str, tuple[int, int, frozenset[int] | None]] = {}
     for a, s in started.items():
         att_e = attestation.get(a)
-        ends[a] = att_e.seq if att_e is not None else run_end(s)
-        bound[a] = _bound_seqs(att_e) if att_e is not None else None
+        spans[a] = ((s, att_e.seq, _bound_seqs(att_e)) if att_e is not None
+                    else (s, run_end(s), None))
 
     # Pass 2: keep what the structure places, report the rest.
     kept: list[Entry] = []
@@ -201,7 +218,7 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     judged: set[tuple[str, Any, Any]] = set()
     prev_kind: str | None = None  # the kind of the run's previous counted entry
     run_started_seen = False
-    attempt_kind = _AttemptKinds()
+    classes = _KindClasses()
 
     def reject(e: Entry, attempt: str | None, reason: str) -> None:
         findings.append(Finding(e.seq, e.kind, e.run, attempt, reason))
@@ -211,20 +228,50 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
             kept.append(e)
             continue
         k = e.kind
-        d = e.data
-        if k == "run.started":
+        c = classes[k]
+        if c >= _ATTEMPT_STARTED:  # most entries: the attempt kinds
+            d = e.data
+            if "attempt" in d:
+                a = d["attempt"]
+                if isinstance(a, str):
+                    span = spans.get(a)
+                    if span is None:
+                        reject(e, a, "names an attempt that never started in this run")
+                        continue
+                    first_seq, end, b = span
+                    seq = e.seq
+                    if c == _ATTEMPT_STARTED:
+                        if seq != first_seq:
+                            reject(e, a, "a second attempt.started for the attempt")
+                            continue
+                    elif not first_seq < seq < end:
+                        reject(e, a, "outside its attempt's span (after attempt.started, before "
+                                     "its attestation and the run's run.finished)")
+                        continue
+                    if c != _ATTEMPT_ACTIVITY:  # a result (attempt.started is one too)
+                        if b is not None and seq not in b:
+                            reject(e, a, "a result the attempt's signed attestation does not bind")
+                            continue
+                        key = (a, *_result_key(e))
+                        if key in seen:
+                            reject(e, a, "a second result of the same kind in the attempt's span")
+                            continue
+                        seen.add(key)
+        elif c == _PASS:
+            pass
+        elif c == _RUN_STARTED:
             if run_started_seen:
                 reject(e, None, "a second run.started for the run")
                 continue
             run_started_seen = True
-        elif k == "run.finished":
+        elif c == _RUN_FINISHED:
             if e.seq not in finished_set:
                 reject(e, None, "run.finished outside an open run segment (not after run.started "
                                 "or run.resumed)")
                 continue
-        elif k == "view.recorded":
-            if d.get("evaluator") == "bench":
-                segment = next((o for o, c in closed if o < e.seq < c), None)
+        elif c == _VIEW_RECORDED:
+            if e.data.get("evaluator") == "bench":
+                segment = next((o for o, close in closed if o < e.seq < close), None)
                 if segment is not None or bench_views.get(_segment_of(e.seq)):
                     reject(e, None, "bench view.recorded after the run finished, or a second one")
                     continue
@@ -232,14 +279,15 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
             elif prev_kind not in ("run.finished", "view.recorded"):
                 reject(e, None, "view.recorded that does not directly follow the run's run.finished")
                 continue
-        elif k == "attestation":
-            a = d.get("attempt")
+        elif c == _ATTESTATION:
+            a = e.data.get("attempt")
             att_e = attestation.get(a) if isinstance(a, str) else None
             if att_e is None or att_e.seq != e.seq:
                 reject(e, a if isinstance(a, str) else None,
                        "attestation outside its attempt's span, or not the attempt's first")
                 continue
-        elif k == "judge.verdict":
+        else:  # judge.verdict
+            d = e.data
             a = d.get("attempt")
             jkey = (str(a), _hashable(d.get("judge")), _hashable(d.get("version")))
             if isinstance(a, str) and (a not in started or not started[a] < e.seq or not in_segment(e.seq)
@@ -248,31 +296,6 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
                              "by the same judge")
                 continue
             judged.add(jkey)
-        elif "attempt" in d and attempt_kind[k]:
-            a = d["attempt"]
-            if isinstance(a, str):
-                first_seq = started.get(a)
-                if first_seq is None:
-                    reject(e, a, "names an attempt that never started in this run")
-                    continue
-                if k == "attempt.started":
-                    if e.seq != first_seq:
-                        reject(e, a, "a second attempt.started for the attempt")
-                        continue
-                elif not first_seq < e.seq < ends[a]:
-                    reject(e, a, "outside its attempt's span (after attempt.started, before its "
-                                 "attestation and the run's run.finished)")
-                    continue
-                if k in RESULT_KINDS:
-                    b = bound[a]
-                    if b is not None and e.seq not in b:
-                        reject(e, a, "a result the attempt's signed attestation does not bind")
-                        continue
-                    key = (a, *_result_key(e))
-                    if key in seen:
-                        reject(e, a, "a second result of the same kind in the attempt's span")
-                        continue
-                    seen.add(key)
         kept.append(e)
         prev_kind = k
     return Trusted(tuple(kept), tuple(findings))
