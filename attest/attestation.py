@@ -48,7 +48,7 @@ import hmac
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -356,7 +356,7 @@ def _hexstr(value: Any, what: str, length: int) -> str:
     return value
 
 
-def _is_map(value: Any) -> bool:
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """isinstance(value, Mapping), without the ABC check for a plain dict (what entries hold)."""
     return type(value) is dict or isinstance(value, Mapping)
 
