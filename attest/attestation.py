@@ -144,10 +144,7 @@ def canonical_json(value: Any) -> bytes:
 
 def results_digest(leaf_hashes: Iterable[bytes]) -> str:
     """Hex SHA-256 over the bound result entries' leaf hashes, in seq order."""
-    h = hashlib.sha256(b"eval-ledger/attest/v1/results\x00")
-    for leaf in leaf_hashes:
-        h.update(leaf)
-    return h.hexdigest()
+    return hashlib.sha256(b"eval-ledger/attest/v1/results\x00" + b"".join(leaf_hashes)).hexdigest()
 
 
 def _body(att: Mapping[str, Any]) -> dict[str, Any]:

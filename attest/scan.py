@@ -291,7 +291,13 @@ def derive_verdict(match_count: int, observed: bool) -> str:
 
 def matches_digest(keys: Iterable[tuple[int, str]]) -> str:
     """SHA-256 over the sorted (seq, class) pairs of every match."""
-    return dg.sha256_hex(_MATCHES_LABEL, canonical_bytes([list(k) for k in sorted(keys)]))
+    pairs = [list(k) for k in sorted(keys)]
+    if not pairs:  # a clean attempt's (most attestations'): the same every time
+        return _NO_MATCHES_DIGEST
+    return dg.sha256_hex(_MATCHES_LABEL, canonical_bytes(pairs))
+
+
+_NO_MATCHES_DIGEST = dg.sha256_hex(_MATCHES_LABEL, canonical_bytes([]))
 
 
 class ActivityDigest:

@@ -155,14 +155,15 @@ def _audit(journal: Journal, verifier: Verifier | None, lines: list[str],
     there rather than read again, and its checkpoints (signature and root checked with this
     key) are reused rather than parsed again.
     """
-    from evaluators.audit import audit_runs
-    from ledger.journal.codec import decode_entries_trusted
-
     # decoding builds a few dicts per entry and nothing here makes reference cycles: pause the
     # cyclic collector, whose passes over the growing list of entries cost more than the decode
+    # (and over the audit's modules while they are imported)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        from evaluators.audit import audit_runs
+        from ledger.journal.codec import decode_entries_trusted
+
         return _audit_entries(decode_entries_trusted(verified["bodies"]),
                               journal, verifier, lines, verified, audit_runs)
     finally:
