@@ -113,7 +113,7 @@ _PROOF_KEYS = frozenset({"leaf_index", "tree_size", "hashes"})
 _RESULTS_KEYS = frozenset({"seqs", "digest"})
 _SIGNATURE_KEYS = frozenset({"keyid", "sig"})
 _SEAL_KEYS = frozenset({"keyid", "mac"})
-_HEX_DIGITS = "0123456789abcdef"
+_HEX_DIGITS = b"0123456789abcdef"
 
 PublicKeyLike = Verifier | Ed25519PublicKey | bytes
 PrivateKeyLike = Signer | Ed25519PrivateKey
@@ -347,8 +347,10 @@ def _int(value: Any, what: str) -> int:
 
 
 def _hexstr(value: Any, what: str, length: int) -> str:
-    # strip() leaves nothing exactly when every character is a lowercase hex digit
-    if not isinstance(value, str) or len(value) != length or value.strip(_HEX_DIGITS):
+    # deleting every lowercase hex digit from the ASCII bytes leaves nothing exactly when the
+    # text is all lowercase hex digits
+    if (not isinstance(value, str) or len(value) != length or not value.isascii()
+            or value.encode("ascii").translate(None, _HEX_DIGITS)):
         raise MalformedInput(f"attestation {what} must be {length} lowercase hex characters")
     return value
 
