@@ -180,7 +180,7 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         reasons.append("attestation_dirty")
     hidden_counts = dict(a.hidden.counts) if a.hidden is not None else {
         "passed": 0, "failed": 0, "error": 0, "skipped": 0}
-    return AttemptFacts(
+    return _facts(dict(
         attempt=a.attempt, task=a.task, agent=a.agent, repeat=a.repeat, try_no=a.try_no,
         tier=a.tier if a.tier is not None else (task.tier if task is not None else None),
         status=a.status, error=a.error, agent_finished=a.agent_finished,
@@ -203,7 +203,18 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         judge=a.judge, attestation=a.attestation, isolation=a.isolation,
         quality=(sum(a.judge["scores"].values()) / JUDGE_MAX) if a.judge is not None else None, passed=passed,
         safety=0 if reasons else 1, safety_reasons=reasons,
-    )
+    ))
+
+
+def _facts(values: dict[str, Any]) -> AttemptFacts:
+    """The AttemptFacts holding ``values`` (every field, by name), built without the generated
+    ``__init__``: a frozen dataclass's matches 47 keyword arguments and then sets each field
+    through ``object.__setattr__``, which cost about as much as deriving the facts (a view
+    derives them for every attempt of the run). The result is the same frozen value;
+    tests/evaluators hold derive's fields to the dataclass's."""
+    facts = object.__new__(AttemptFacts)
+    facts.__dict__.update(values)
+    return facts
 
 
 def scored_attempts(state: FoldState) -> tuple[list[AttemptState], list[AttemptState]]:

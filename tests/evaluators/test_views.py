@@ -210,6 +210,24 @@ def test_replay_detects_a_changed_recorded_view_and_names_the_path() -> None:
     assert paths["cost_total"].absent == "recorded"
 
 
+def test_derived_facts_are_whole_dataclass_values() -> None:
+    """derive fills exactly AttemptFacts' fields, so the value equals the frozen one its
+    generated __init__ would build."""
+    import dataclasses
+
+    from evaluators.facts import AttemptFacts, facts_of
+
+    state = fold_all(sample_run().entries)
+    scored, superseded = facts_of(state)
+    names = {f.name for f in dataclasses.fields(AttemptFacts)}
+    for facts in [*scored, *superseded]:
+        assert set(vars(facts)) == names
+        rebuilt = AttemptFacts(**{n: getattr(facts, n) for n in names})
+        assert rebuilt == facts and repr(rebuilt) == repr(facts)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            facts.passed = not facts.passed  # type: ignore[misc]
+
+
 def test_tiers_are_the_task_models() -> None:
     """The view lists every tier the task model knows, in its order."""
     from ledger.tasks.model import TIERS
