@@ -50,12 +50,21 @@ def normalize(value: Any) -> Any:
     if t is float:
         v = round(value, ROUND_DIGITS)
         return 0.0 if v == 0 else v
-    # the kept scalars are returned without a call: most leaves of a view are
+    # the kept scalars are taken without a call (most leaves of a view are), and plain loops
+    # rather than comprehensions, each of which is one more function call per map or list
     kept = _KEPT
     if t is dict:
-        return {k: v if type(v) in kept else normalize(v) for k, v in sorted(value.items())}
+        out: dict[str, Any] = {}
+        for k in sorted(value):
+            v = value[k]
+            out[k] = v if type(v) in kept else normalize(v)
+        return out
     if t is list or t is tuple:
-        return [v if type(v) in kept else normalize(v) for v in value]
+        items: list[Any] = []
+        append = items.append
+        for v in value:
+            append(v if type(v) in kept else normalize(v))
+        return items
     if t in kept:
         return value
     raise TypeError(f"a view cannot hold {t.__name__}")
