@@ -63,13 +63,26 @@ def components(facts: Sequence[AttemptFacts], superseded: Sequence[AttemptFacts]
     if n == 0:
         return {"task_success": 0.0, "code_quality": 0.0, "efficiency": 0.0,
                 "reliability": 1.0, "safety": safety}
-    task_success = sum(1 for f in facts if f.passed) / n
-    judged = [q for q in (quality(f) for f in facts) if q is not None]
+    # one pass (a view computes the components of every repeat, often of one attempt each)
+    passed = crashes = orphaned = missing = 0
+    judged: list[float] = []
+    effs: list[float] = []
+    for f in facts:
+        if f.passed:
+            passed += 1
+        q = quality(f)
+        if q is not None:
+            judged.append(q)
+        effs.append(efficiency(f))
+        if f.crashed:
+            crashes += 1
+        if f.orphans > 0:
+            orphaned += 1
+        if not f.telemetry:
+            missing += 1
+    task_success = passed / n
     code_quality = math.fsum(judged) / len(judged) if judged else 0.0
-    eff = math.fsum(efficiency(f) for f in facts) / n
-    crashes = sum(1 for f in facts if f.crashed)
-    orphaned = sum(1 for f in facts if f.orphans > 0)
-    missing = sum(1 for f in facts if not f.telemetry)
+    eff = math.fsum(effs) / n
     reliability = _clamp(1.0 - (CRASH_PENALTY * crashes + ORPHAN_PENALTY * orphaned
                                 + TELEMETRY_PENALTY * missing) / n)
     return {"task_success": task_success, "code_quality": code_quality, "efficiency": eff,
