@@ -84,15 +84,15 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
                                 expected=cp["root"], computed=root.hex() if root else None)
     results = att.get("results")
     if results is not None:
-        bound = [by_seq.get(s) for s in results["seqs"]]
-        for s, b in zip(results["seqs"], bound, strict=True):
-            if b is None or b.kind not in RESULT_KINDS or b.data.get("attempt") != att["attempt"]:
+        attempt = att["attempt"]
+        hashes: list[bytes] = []  # the bound entries' leaf hashes, in the signed order
+        for s in results["seqs"]:
+            b = by_seq.get(s)
+            if b is None or b.kind not in RESULT_KINDS or b.data.get("attempt") != attempt:
                 raise VerificationError("results-binding", "a bound result is not a result entry of "
                                         "the attested attempt", seq=s)
-        if leaves is not None:
-            got = results_digest(leaves[32 * b.seq:32 * b.seq + 32] for b in bound if b is not None)
-        else:
-            got = results_digest(b.leaf_hash for b in bound if b is not None)
+            hashes.append(leaves[32 * b.seq:32 * b.seq + 32] if leaves is not None else b.leaf_hash)
+        got = results_digest(hashes)
         if got != results["digest"]:
             raise VerificationError("results-binding", "the bound results' leaf hashes differ from "
                                     "the signed digest", seq=e.seq, expected=results["digest"], computed=got)
