@@ -109,7 +109,12 @@ class HistoryCommit:
 # --------------------------------------------------------------------------- YAML
 
 
-class _StrictLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (the wheels are): the same documents and errors,
+# parsed about five times faster than by the pure-Python one (a task.md is read per attempt)
+_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeBase):  # type: ignore[misc]
     """SafeLoader that refuses duplicate mapping keys (a silent override hides typos)."""
 
 
