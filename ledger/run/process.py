@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.errors import UsageError
 from ledger.run.contracts import (
@@ -75,12 +75,27 @@ _KEY_SHAPES = re.compile(
 
 # --- redaction and bounds ---------------------------------------------------------------------
 
+def secret_redactor(secret_values: Iterable[str]) -> Callable[[str], str]:
+    """``redact_secrets`` for one set of secret values, prepared once (a trace redacts thousands
+    of paths with the same values)."""
+    values = sorted({s for s in secret_values if s and len(s) >= 6}, key=len, reverse=True)
+    sub = _KEY_SHAPES.sub
+
+    def redact(text: str) -> str:
+        for value in values:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        # every key shape starts with one of these: most texts skip the expression
+        if "sk-" in text or "AIza" in text or "gh" in text or "xox" in text:
+            return sub(REDACTED, text)
+        return text
+
+    return redact
+
+
 def redact_secrets(text: str, secret_values: Iterable[str]) -> str:
     """Replace each secret value (and anything shaped like a known API key) by ``[REDACTED]``."""
-    for value in sorted({s for s in secret_values if s and len(s) >= 6}, key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return _KEY_SHAPES.sub(REDACTED, text)
+    return secret_redactor(secret_values)(text)
 
 
 def bound_text(text: str, limit: int) -> tuple[str, bool, int]:
@@ -138,10 +153,10 @@ def sanitize_event(event: Event, clean: Callable[[str], str], limit: int = EVENT
 
 
 def make_cleaner(secret_values: Iterable[str], capture_filter: CaptureFilter) -> Callable[[str], str]:
-    values = tuple(secret_values)
+    redact = secret_redactor(secret_values)
 
     def clean(text: str) -> str:
-        return capture_filter(redact_secrets(text, values))
+        return capture_filter(redact(text))
 
     return clean
 
@@ -171,28 +186,34 @@ def resolve_trace(mode: str) -> tuple[str, str]:
 _PF_EXITING = 0x4  # the kernel's per-task flag (include/linux/sched.h): the task is exiting
 
 
-def parse_proc_stat(raw: bytes) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, session) from the text of ``/proc/PID/stat``, or None.
+class ProcStat(NamedTuple):
+    state: str
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # when the process started, in clock ticks since boot
+
+
+def parse_proc_stat(raw: bytes) -> ProcStat | None:
+    """The fields of ``/proc/PID/stat`` the harness uses, or None.
 
     A process that has already begun to exit (``PF_EXITING`` in the flags field: it runs no more
     code of its own and is about to become a zombie) has state ``"X"``, like one that is gone:
     it is neither killed nor counted as an orphan.
     """
     tail = raw[raw.rfind(b")") + 2:].split()
-    if len(tail) < 7:
+    if len(tail) < 20:
         return None
     try:
-        state, ppid, pgrp, session, flags = (tail[0].decode(), int(tail[1]), int(tail[2]),
-                                             int(tail[3]), int(tail[6]))
+        st = ProcStat(tail[0].decode(), int(tail[1]), int(tail[2]), int(tail[3]), int(tail[19]))
+        flags = int(tail[6])
     except (UnicodeDecodeError, ValueError):
         return None
-    if flags & _PF_EXITING:
-        state = "X"
-    return state, ppid, pgrp, session
+    return st._replace(state="X") if flags & _PF_EXITING else st
 
 
-def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, session) of a process (``parse_proc_stat``), or None when gone."""
+def _proc_stat(pid: int) -> ProcStat | None:
+    """``parse_proc_stat`` of a process, or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             raw = fh.read()
@@ -230,12 +251,14 @@ def _tracer_of(pid: int) -> int:
 
 
 def attempt_processes(marker: str, group: int, exclude: Iterable[int] = (),
-                      tracers: Iterable[int] = ()) -> list[int]:
+                      tracers: Iterable[int] = (), born: int = 0) -> list[int]:
     """Live (non-zombie) processes of an attempt.
 
     A process belongs to the attempt if it carries the marker in its environment, is in the
     agent's process group or session, or is traced by one of ``tracers`` (the attempt's strace,
     which follows every descendant, even one that scrubbed its environment and called setsid).
+    ``born``: the agent's start time (``ProcStat.start``); a process that started before it
+    cannot descend from it and is passed over without reading its environment.
     """
     needle = f"{MARKER_ENV}={marker}".encode()
     tracer_set = set(tracers)
@@ -252,21 +275,28 @@ def attempt_processes(marker: str, group: int, exclude: Iterable[int] = (),
         if pid in skip:
             continue
         st = _proc_stat(pid)
-        if st is None or st[0] in ("Z", "X", "x"):
+        if st is None or st.state in ("Z", "X", "x") or st.start < born:
             continue
-        if st[2] == group or st[3] == group or _has_marker(pid, needle) or (
+        if st.pgrp == group or st.session == group or _has_marker(pid, needle) or (
                 tracer_set and _tracer_of(pid) in tracer_set):
             found.append(pid)
     return found
 
 
+def started_at(pid: int) -> int:
+    """``ProcStat.start`` of a process (0 when it is gone: then nothing is passed over)."""
+    st = _proc_stat(pid)
+    return st.start if st is not None else 0
+
+
 def kill_attempt_processes(marker: str, group: int, exclude: Iterable[int] = (),
-                           rounds: int = 50, tracers: Iterable[int] = ()) -> int:
-    """SIGKILL every process of the attempt until none is left; return how many were killed."""
+                           rounds: int = 50, tracers: Iterable[int] = (), born: int = 0) -> int:
+    """SIGKILL every process of the attempt until none is left; return how many were killed.
+    ``born``: see ``attempt_processes``."""
     killed: set[int] = set()
     tracers = tuple(tracers)
     for _ in range(rounds):
-        alive = attempt_processes(marker, group, exclude, tracers)
+        alive = attempt_processes(marker, group, exclude, tracers, born)
         if not alive:
             break
         for pid in alive:
@@ -287,7 +317,7 @@ def _is_tracer(pid: int, needle: bytes) -> bool:
     if not _cmdline_has(pid, needle):
         return False
     st = _proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X", "x")
+    return st is not None and st.state not in ("Z", "X", "x")
 
 
 def _tracers(log_path: Path) -> list[int]:
@@ -453,18 +483,19 @@ def run_agent_process(
         raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
 
     start = time.monotonic()
+    born = started_at(proc.pid)  # every process of the attempt starts after this one
     from ledger.sandbox.tracelog import TraceWatch, agent_lines
 
     tracewatch = TraceWatch(proc.pid) if mode == "strace" else None
     follower: TraceFollower | None = None
     if log_path is not None:  # parse the log while the agent runs, not after it
-        secret_values = tuple(inv.secrets)
+        redact_paths = secret_redactor(inv.secrets)
         follower = TraceFollower(
             log_path, TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
                                    evidence=evidence),
             keep=agent_lines if sandbox is not None else None,
             # content and argv are filtered while parsing; redact secrets (paths too) and bound
-            post=lambda ev: sanitize_event(ev, lambda s: redact_secrets(s, secret_values)))
+            post=lambda ev: sanitize_event(ev, redact_paths))
     assert proc.stdout is not None and proc.stderr is not None
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     sel = selectors.DefaultSelector()
@@ -513,8 +544,10 @@ def run_agent_process(
                 _signal_group(proc.pid, signal.SIGKILL)
         wall_s = time.monotonic() - start
         if log_path is not None:
-            tracer_exclude = _tracers(log_path)
-        orphans = kill_attempt_processes(marker, proc.pid, tracers=tracer_exclude)
+            # the tracer the watch saw tracing the agent (a /proc scan when it never looked)
+            seen = tracewatch.tracer if tracewatch is not None else 0
+            tracer_exclude = [seen] if seen else _tracers(log_path)
+        orphans = kill_attempt_processes(marker, proc.pid, tracers=tracer_exclude, born=born)
         drain_until = time.monotonic() + 2.0
         while sel.get_map() and time.monotonic() < drain_until:
             pump(0.02)
@@ -522,7 +555,7 @@ def run_agent_process(
         _signal_group(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             proc.wait(timeout=5)
-        kill_attempt_processes(marker, proc.pid)
+        kill_attempt_processes(marker, proc.pid, born=born)
         if follower is not None:
             follower.abandon()
         if trace_dir is not None:

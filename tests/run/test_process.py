@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -19,6 +20,7 @@ from ledger.run.agents import resolve_agent
 from ledger.run.contracts import AttemptContext, Invocation, ProcessOutcome
 from ledger.run.process import (
     _Stream,
+    attempt_processes,
     bound_text,
     output_events,
     parse_proc_stat,
@@ -26,6 +28,7 @@ from ledger.run.process import (
     resolve_trace,
     run_agent_process,
     sanitize_event,
+    started_at,
 )
 
 FAKES = Path(__file__).parent / "fakes"
@@ -123,18 +126,33 @@ def test_orphans_found_killed_counted(tmp_path: Path, trace: str) -> None:
     assert [p for p in pids if alive(p)] == []
 
 
-# /proc/PID/stat of one process: (comm) state ppid pgrp session tty_nr tpgid flags ...
-STAT_RUNNING = b"910 (python3 (x)) R 904 904 904 0 -1 4194560 120 0 0 0"
-STAT_EXITING = b"910 (python3 (x)) R 904 904 904 0 -1 4194628 120 0 0 0"  # PF_EXITING (0x4) set
+# /proc/PID/stat of one process: (comm) state ppid pgrp session tty_nr tpgid flags minflt
+# cminflt majflt cmajflt utime stime cutime cstime priority nice num_threads itrealvalue starttime
+STAT_RUNNING = b"910 (python3 (x)) R 904 904 904 0 -1 4194560 120 0 0 0 1 0 0 0 20 0 1 0 5123 9"
+STAT_EXITING = b"910 (python3 (x)) R 904 904 904 0 -1 4194628 120 0 0 0 1 0 0 0 20 0 1 0 5123 9"
 
 
 def test_a_process_that_is_already_exiting_is_not_an_orphan() -> None:
     """A process of the agent's group caught between its exit and its zombie state (flags hold
-    PF_EXITING) reads as gone: it is not killed or counted; a running one is."""
-    assert parse_proc_stat(STAT_RUNNING) == ("R", 904, 904, 904)
-    assert parse_proc_stat(STAT_EXITING) == ("X", 904, 904, 904)
-    assert parse_proc_stat(b"910 (cut) R 904") is None
+    PF_EXITING, 0x4) reads as gone: it is not killed or counted; a running one is."""
+    assert parse_proc_stat(STAT_RUNNING) == ("R", 904, 904, 904, 5123)
+    assert parse_proc_stat(STAT_EXITING) == ("X", 904, 904, 904, 5123)
+    assert parse_proc_stat(b"910 (cut) R 904 904 904") is None
     assert parse_proc_stat(b"") is None
+
+
+def test_processes_older_than_the_agent_are_passed_over() -> None:
+    """A process that started before the agent cannot be one of its descendants: with the
+    agent's start time given, it is not read, found or killed; the agent itself is found."""
+    child = subprocess.Popen(["sleep", "5"], start_new_session=True)
+    try:
+        born = started_at(child.pid)
+        assert born > 0
+        assert attempt_processes("m#1", child.pid, born=born) == [child.pid]
+        assert attempt_processes("m#1", child.pid, born=born + 1) == []
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_output_flood_is_bounded_and_counted(tmp_path: Path) -> None:
