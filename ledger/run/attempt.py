@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError, TaskError
+from ledger.run.background import Background
 from ledger.run.contracts import (
     AttemptContext,
     AttemptEvent,
@@ -279,22 +280,47 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     out.entry("commitment", {"commitment": commitment})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
-    if task.regression_command:  # tasks graded by test ids or a reward file have none
-        out.phase("baseline")
-        baseline = run_suite(ws, "regression", task.regression_command, redact=redact,
-                             timeout=test_timeout, label="baseline")
-        out.entry("test.baseline", baseline)
+    if task.regression_command and isolated:
+        # The agent's sandbox is worked out while the public tests run; they run, as the
+        # grading does, with a home and temp folder of their own (the agent's config is being
+        # copied into its home meanwhile).
+        job = Background(_prepare_agent, plan, task, agent, ws, isolated=True)
+        try:
+            out.phase("baseline")
+            out.entry("test.baseline", run_suite(
+                _baseline_tree(ws), "regression", task.regression_command, redact=redact,
+                timeout=test_timeout, label="baseline"))
+            prep = job.result()
+            ws.ready()
+        except BaseException:
+            _discard(job)
+            raise
+    else:
+        if task.regression_command:  # tasks graded by test ids or a reward file have none
+            out.phase("baseline")
+            out.entry("test.baseline", run_suite(
+                ws, "regression", task.regression_command, redact=redact, timeout=test_timeout,
+                label="baseline"))
+        ws.ready()
+        prep = _prepare_agent(plan, task, agent, ws, isolated=isolated)
 
     out.phase("agent")
-    _run_agent(plan, task, agent, ws, out, redact, isolated=isolated)
+    _run_agent(plan, task, agent, ws, out, redact, prep)
 
     # From here on the agent process group is gone: ground truth may enter.
-    diff = take_diff(ws, task.repo_dir, redact=redact)
-    out.phase("tests")
     if isolated:
-        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout)
+        # the fresh grading tree is copied while git works out the diff
+        grading = Background(create_grading_tree, task, parent=ws.root)
+        try:
+            diff = take_diff(ws, task.repo_dir, redact=redact)
+            out.phase("tests")
+            _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grading.result())
+        finally:
+            grading.wait()  # never leaves a copy running into the clean-up
         out.entry("diff", diff)
         return ws
+    diff = take_diff(ws, task.repo_dir, redact=redact)
+    out.phase("tests")
     install_hidden_tests(ws, task)
     for index, sig in enumerate(task.signals):
         out.entry("signal.result", run_signal(ws, index, sig, redact=redact, timeout=test_timeout))
@@ -304,6 +330,15 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
                                            timeout=test_timeout))
     out.entry("diff", diff)
     return ws
+
+
+def _baseline_tree(ws: Workspace) -> Workspace:
+    """The attempt's worktree with a home and a temp folder for the public tests alone."""
+    root = ws.root / "baseline"
+    home, scratch = root / "home", root / "scratch"
+    for folder in (root, home, scratch):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return dataclasses.replace(ws, home=home, scratch=scratch, pending_git=None)
 
 
 def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
@@ -355,16 +390,15 @@ def _task_programs(task: Task) -> list[str]:
 
 
 def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
-                    out: _Out, redact: Redact, test_timeout: float) -> None:
-    """Grade in a fresh tree and a new sandbox: the starting repo, the agent's graded changes
-    (``ledger.sandbox.grading``), then the hidden tests; nothing the agent started is alive (its
-    PID namespace ended with it)."""
+                    out: _Out, redact: Redact, test_timeout: float, grade: Workspace) -> None:
+    """Grade in ``grade`` (a fresh tree of the task's starting repo, inside the attempt's folder:
+    removed with it, after the attempt has reported) and a new sandbox: the agent's graded
+    changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent started is
+    alive (its PID namespace ended with it)."""
     from ledger.sandbox import bwrap_command
     from ledger.sandbox.grading import apply_changes, graded_changes
     from ledger.sandbox.setup import grading_policy
 
-    # inside the attempt's folder: removed with it, after the attempt has reported
-    grade = create_grading_tree(task, parent=ws.root)
     graded, dropped = graded_changes(
         diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
         repo_dir=task.repo_dir, worktree=ws.worktree)
@@ -671,8 +705,25 @@ def _prompt_fields(prompt: str, redact: Redact) -> dict[str, Any]:
     return out
 
 
-def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-               redact: Redactor, *, isolated: bool = False) -> None:
+@dataclasses.dataclass
+class _Prepared:
+    """The agent's run, worked out before it starts (``_prepare_agent``)."""
+
+    ctx: AttemptContext
+    invocation: Any
+    mode: str
+    observed: str
+    reason: str
+    readable: list[str]
+    endpoints: list[dict[str, Any]]
+    isolation: dict[str, Any]
+    policy: Any
+    proxy: Any
+
+
+def _prepare_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, *,
+                   isolated: bool) -> _Prepared:
+    """The agent's context, command line, trace mode, scope and (isolated) sandbox and proxy."""
     from ledger.run.process import resolve_trace
 
     prompt_file = ws.scratch / "prompt.md"
@@ -700,11 +751,29 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
         readable = [p for p in policy.readable if p not in policy.masked]
         isolation = {"isolation": "sandbox",
                      "sandbox": {**policy.as_data(), "bwrap": probe_bwrap()[2]}}
+    return _Prepared(ctx, invocation, mode, observed, reason, readable, endpoints, isolation,
+                     policy, proxy)
+
+
+def _discard(job: Background) -> None:
+    """Wait for a preparation the attempt will not run, and close the proxy it started."""
     try:
-        _agent_started_and_run(plan, task, agent, ws, out, redact, invocation, ctx, mode,
-                               observed, reason, readable, endpoints, isolation, policy)
+        prep = job.result()
+    except BaseException:  # the attempt is failing already: its own error is the one reported
+        return
+    if prep.proxy is not None:
+        with contextlib.suppress(Exception):
+            prep.proxy.close()
+
+
+def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
+               redact: Redactor, prep: _Prepared) -> None:
+    try:
+        _agent_started_and_run(plan, task, agent, ws, out, redact, prep.invocation, prep.ctx,
+                               prep.mode, prep.observed, prep.reason, prep.readable,
+                               prep.endpoints, prep.isolation, prep.policy)
     finally:
-        records = proxy.close() if proxy is not None else []
+        records = prep.proxy.close() if prep.proxy is not None else []
     for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
         out.entry("net.connect", rec)
 

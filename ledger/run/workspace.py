@@ -19,17 +19,20 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import queue
 import re
 import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ledger.errors import TaskError
+from ledger.run.background import Background
 from ledger.run.process import bound_text
 from ledger.tasks.model import Task
 
@@ -67,9 +70,73 @@ class Workspace:
     scratch: Path
     base: str  # commit id of "starting state"
     git_dir: Path | None = None  # the harness's own copy of the history (sandboxed attempts)
+    pending_git: Background | None = None  # the agent's copy of it, while it is being made
+
+    def ready(self) -> None:
+        """Put the agent's ``.git`` in place once its copy is made (raises WorkspaceError if it
+        could not be); call before the agent starts."""
+        if self.pending_git is None:
+            return
+        pending, self.pending_git = self.pending_git, None
+        try:
+            pending.result()
+            os.rename(self.root / ".git-agent", self.worktree / ".git")
+        except OSError as exc:
+            raise WorkspaceError(f"cannot copy the repository's .git for the agent: {exc}") from None
 
     def cleanup(self) -> None:
-        remove_tree(self.root)
+        """Remove the attempt's folder (in the background once ``remove_in_background`` was
+        called in this process)."""
+        if self.pending_git is not None:
+            self.pending_git.wait()  # no copy may run into the removal
+        if _remover is not None:
+            _remover.put(self.root)
+        else:
+            remove_tree(self.root)
+
+
+class _Remover:
+    """Removes attempt folders, one after the other, in a thread of its own."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Path] = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def put(self, path: Path) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._work, name="ledger-remover", daemon=True)
+            self._thread.start()
+        self._queue.put(path)
+
+    def _work(self) -> None:
+        while True:
+            path = self._queue.get()
+            try:
+                with contextlib.suppress(Exception):  # housekeeping, like the synchronous clean-up
+                    remove_tree(path)
+            finally:
+                self._queue.task_done()
+
+    def drain(self) -> None:
+        self._queue.join()
+
+
+_remover: _Remover | None = None
+
+
+def remove_in_background() -> None:
+    """From now on ``Workspace.cleanup`` in this process hands the folder to a background thread
+    and returns: a worker process then takes its next attempt while the last one's files go.
+    Call ``drain_removals`` before the process ends."""
+    global _remover
+    if _remover is None:
+        _remover = _Remover()
+
+
+def drain_removals() -> None:
+    """Wait until every folder handed to the background has been removed."""
+    if _remover is not None:
+        _remover.drain()
 
 
 def _unlock(path: str) -> None:
@@ -163,9 +230,12 @@ def create_workspace(
     """Make the attempt directory and a worktree holding ``repo/`` at commit ``starting state``.
 
     ``history`` is the task's replayed commits (objects with ``message`` and ``files``).
-    ``shadow_git`` keeps a copy of the fresh ``.git`` beside the worktree (``root/git``, never
-    shown to a sandboxed agent): ``take_diff`` then runs git with that copy, so nothing the agent
-    wrote into ``.git`` (``core.fsmonitor``, filter drivers, hooks) runs on the host.
+    ``shadow_git`` keeps the fresh ``.git`` beside the worktree (``root/git``, never shown to a
+    sandboxed agent): ``take_diff`` then runs git with it, so nothing the agent wrote into its
+    copy of ``.git`` (``core.fsmonitor``, filter drivers, hooks) runs on the host. The agent's
+    copy is made in the background and put in place by ``Workspace.ready``, which the caller
+    calls before the agent starts: until then the worktree has no ``.git`` (the public tests'
+    baseline runs as the grading does, without one).
     """
     root = Path(tempfile.mkdtemp(prefix="ledger-attempt-", dir=parent))
     try:
@@ -188,13 +258,15 @@ def create_workspace(
         git(worktree, "add", "-A", env=env)
         git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", BASE_MESSAGE, env=env)
         base = (worktree / ".git" / "refs" / "heads" / "main").read_text().strip()
-        git_dir = None
+        git_dir = pending = None
         if shadow_git:
+            # the harness keeps the very .git it made; the agent gets a copy, made in the
+            # background and put in place by ``ready`` (the public tests run without one)
             git_dir = root / "git"
-            shutil.copytree(worktree / ".git", git_dir, symlinks=True,
-                            ignore=shutil.ignore_patterns("hooks", "logs", "description"))
+            os.rename(worktree / ".git", git_dir)
+            pending = Background(shutil.copytree, git_dir, root / ".git-agent", symlinks=True)
         return Workspace(root=root, worktree=worktree, home=home, scratch=scratch, base=base,
-                         git_dir=git_dir)
+                         git_dir=git_dir, pending_git=pending)
     except BaseException:
         remove_tree(root)
         raise

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,56 @@ def test_remove_tree_handles_read_only_directories(tmp_path: Path) -> None:
 def test_bound_text_cuts_on_character_boundaries(text: str, limit: int, expected: tuple[str, bool, int]) -> None:
     """bound_text never splits a UTF-8 character and reports the full size."""
     assert bound_text(text, limit) == expected
+
+
+def test_background_removal_returns_at_once_and_drain_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process hands its last attempt's folder to a thread and goes on at once;
+    drain_removals returns only when the folder is gone."""
+    from ledger.run import workspace as wsmod
+
+    monkeypatch.setattr(wsmod, "_remover", None)  # this test's own remover, not the process's
+    release = threading.Event()
+    real_remove = wsmod.remove_tree
+
+    def slow_remove(path: Path) -> None:
+        release.wait(5)
+        real_remove(path)
+
+    monkeypatch.setattr(wsmod, "remove_tree", slow_remove)
+    wsmod.remove_in_background()
+    root = tmp_path / "attempt"
+    (root / "wt").mkdir(parents=True)
+    (root / "wt" / "f.py").write_text("x = 1\n")
+    ws = wsmod.Workspace(root=root, worktree=root / "wt", home=root / "home",
+                         scratch=root / "scratch", base="")
+    t0 = time.monotonic()
+    ws.cleanup()
+    assert time.monotonic() - t0 < 1.0 and root.exists()  # handed over, not removed yet
+    release.set()
+    wsmod.drain_removals()
+    assert not root.exists()
+
+
+def test_shadow_git_stays_the_harness_own_and_the_agent_gets_a_copy_at_ready(tmp_path: Path) -> None:
+    """With shadow_git the .git git made stays beside the worktree; the agent's copy appears at
+    ready(), and what the agent writes into it (a hook-running config) never reaches the
+    harness's, which take_diff uses."""
+    task = load_task(_task(tmp_path))
+    ws = create_workspace(task, shadow_git=True)
+    try:
+        assert ws.git_dir is not None and (ws.git_dir / "HEAD").is_file()
+        assert not (ws.worktree / ".git").exists()  # the public tests run without one
+        ws.ready()
+        agent_git = ws.worktree / ".git"
+        assert _git(ws.worktree, ws.home, "rev-parse", "HEAD").strip() == ws.base
+        assert agent_git.stat().st_ino != ws.git_dir.stat().st_ino
+        with open(agent_git / "config", "a") as fh:
+            fh.write("[core]\n\tfsmonitor = touch /tmp/pwned-by-the-agent\n")
+        assert "fsmonitor" not in (ws.git_dir / "config").read_text()
+        (ws.worktree / "pkg" / "mod.py").write_text("def f():\n    return 2\n")
+        diff = take_diff(ws, task.repo_dir, redact=_ident)
+        assert [f["path"] for f in diff["files"]] == ["pkg/mod.py"]
+    finally:
+        ws.cleanup()
+    assert not ws.root.exists()

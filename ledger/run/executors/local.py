@@ -78,7 +78,10 @@ def _watch_parent(parent_pid: int) -> None:
 
 def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUNNER) -> None:
     """Entry point of a worker process: run plans from ``inbox`` until it yields None."""
+    from ledger.run.workspace import drain_removals, remove_in_background
+
     run_attempt = load_runner(runner)
+    remove_in_background()  # the next attempt need not wait for the last one's folders to go
     stopper = Stopper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stopper.install((signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM))
@@ -129,6 +132,7 @@ def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUN
                 stopper.armed = False
                 log.debug("attempt.done", reported=plan.attempt_id in reported)
     finally:
+        drain_removals()
         out.close()
         if _alive(parent_pid):
             out.join_thread()  # deliver the last events
