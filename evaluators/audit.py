@@ -112,8 +112,12 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
     """
     by_run: dict[str, list[Entry]] = {}
     for e in entries:
-        if e.run is not None:
-            by_run.setdefault(e.run, []).append(e)
+        run = e.run
+        if run is not None:
+            group = by_run.get(run)
+            if group is None:
+                by_run[run] = group = []
+            group.append(e)
     report = AuditReport(runs=len(by_run))
     add = report.findings.append
     for run_id, run_entries in by_run.items():
