@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -464,8 +465,12 @@ def decode_entry_trusted(raw: bytes) -> Entry:
 
 def decode_entries_trusted(bodies: Iterable[bytes]) -> list[Entry]:
     """``[decode_entry_trusted(raw) for raw in bodies]``, with the common envelope checked inline
-    (the audit of ``ledger verify`` decodes every entry of the journal this way)."""
-    unpackb, new_entry, version = msgpack.unpackb, _new_entry, FORMAT_VERSION
+    (the audit of ``ledger verify`` decodes every entry of the journal this way).
+
+    ``run``, ``task`` and ``kind`` are interned: a journal repeats a few of each thousands of
+    times, and every pass of the audit compares them or looks them up; one shared string each
+    is less memory to allocate, walk and free than one per entry."""
+    unpackb, new_entry, version, intern = msgpack.unpackb, _new_entry, FORMAT_VERSION, sys.intern
     out: list[Entry] = []
     append = out.append
     for raw in bodies:
@@ -481,7 +486,9 @@ def decode_entries_trusted(bodies: Iterable[bytes]) -> list[Entry]:
                         and type(ts) is int and (run is None or type(run) is str)
                         and (task is None or type(task) is str) and type(kind) is str and kind
                         and type(data) is dict):
-                    append(new_entry(Entry, (seq, ts, run, task, kind, data, bytes(raw))))
+                    append(new_entry(Entry, (seq, ts, None if run is None else intern(run),
+                                             None if task is None else intern(task), intern(kind),
+                                             data, bytes(raw))))
                     continue
         append(_entry_from(obj, raw))
     return out

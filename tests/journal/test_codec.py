@@ -326,6 +326,8 @@ def test_batch_trusted_decode_matches_one_by_one() -> None:
     raws = [e.raw for e in entries]
     assert decode_entries_trusted(raws) == [decode_entry(r) for r in raws] == entries
     assert decode_entries_trusted([]) == []
+    first, _, last = decode_entries_trusted(raws)
+    assert first.run is last.run  # interned: one string per run, task and kind
 
 
 def test_valid_envelope_decodes() -> None:
