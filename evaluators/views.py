@@ -130,6 +130,12 @@ def _repeats(facts: Sequence[AttemptFacts]) -> dict[str, Any]:
 
 def view(state: FoldState) -> dict[str, Any]:
     """Every view of the folded run, normalised (see module docstring)."""
+    result: dict[str, Any] = normalize(_view_data(state))
+    return result
+
+
+def _view_data(state: FoldState) -> dict[str, Any]:
+    """``view(state)`` before ``normalize`` (floats unrounded, maps in any order)."""
     scored, superseded = facts_of(state)
     categories = {f.attempt: classify(f) for f in scored if not f.passed}
     comps = sc.components(scored, superseded)
@@ -212,14 +218,22 @@ def view(state: FoldState) -> dict[str, Any]:
         "entries": {"total": state.entries, "by_kind": dict(state.by_kind),
                     "unknown": dict(state.unknown), "malformed": dict(state.malformed)},
     }
-    result: dict[str, Any] = normalize(out)
-    return result
+    return out
 
 
 def _prepared(run_id: str | None) -> FoldState:
     state = new_state(run_id)
     state.view_fn = view
     state.view_name = EVALUATOR_NAME
+    return state
+
+
+def _prepared_for_replay(run_id: str | None) -> FoldState:
+    """A fold whose recorded views carry the view before ``normalize``: ``replay`` checks it
+    against the recorded view in one walk (``_normalizes_to``) instead of normalizing it and
+    comparing the copy."""
+    state = _prepared(run_id)
+    state.view_fn = _view_data
     return state
 
 
@@ -296,6 +310,48 @@ class ReplayResult:
                 "malformed": dict(sorted(self.malformed.items())),
                 "evaluator": {"name": self.evaluator, "version": self.evaluator_version},
                 "views": [v.as_dict() for v in self.views]}
+
+
+_ABSENT = object()
+
+
+def _normalizes_to(recorded: Any, raw: Any) -> bool:
+    """True only when ``diff_values(recorded, normalize(raw))`` is empty, found in one walk
+    without building the normalized copy: floats rounded as ``normalize`` rounds them, leaves
+    compared type-strictly, lists and maps matched in full. False whenever it cannot tell
+    (a value ``normalize`` refuses, a key that is not a string, any difference): the caller then
+    normalizes and diffs as before."""
+    t = type(raw)
+    if t is float:
+        v = round(raw, ROUND_DIGITS)
+        return type(recorded) is float and recorded == (0.0 if v == 0 else v)
+    kept = _KEPT
+    if t is dict:
+        if type(recorded) is not dict or len(recorded) != len(raw):
+            return False
+        for k, v in raw.items():
+            if type(k) is not str:
+                return False
+            r = recorded.get(k, _ABSENT)
+            if type(v) in kept:
+                if type(r) is not type(v) or r != v:
+                    return False
+            elif r is _ABSENT or not _normalizes_to(r, v):
+                return False
+        return True
+    if t is list or t is tuple:
+        if type(recorded) is not list or len(recorded) != len(raw):
+            return False
+        for r, v in zip(recorded, raw, strict=True):
+            if type(v) in kept:
+                if type(r) is not type(v) or r != v:
+                    return False
+            elif not _normalizes_to(r, v):
+                return False
+        return True
+    if t in kept:
+        return type(recorded) is t and recorded == raw
+    return False
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -388,13 +444,15 @@ def replay(entries: Iterable[Entry], run_id: str) -> ReplayResult:
     of them is identical; views of other evaluators are listed as not replayed.
     """
     with _cyclic_gc_paused():
-        state = fold_all(entries, _prepared(run_id))
+        state = fold_all(entries, _prepared_for_replay(run_id))
     views: list[ReplayedView] = []
     for rv in state.recorded_views:
         if rv.computed is None:
             views.append(ReplayedView(rv.seq, rv.evaluator, rv.version, False, (), 0))
             continue
-        diffs = diff_values(rv.recorded, rv.computed)
+        # rv.computed is the view before normalize (_prepared_for_replay)
+        diffs = ([] if _normalizes_to(rv.recorded, rv.computed)
+                 else diff_values(rv.recorded, normalize(rv.computed)))
         views.append(ReplayedView(rv.seq, rv.evaluator, rv.version, True,
                                   tuple(diffs[:MAX_DIFFS]), len(diffs)))
     mine = [v for v in views if v.replayed]

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluators import judge, score, taxonomy, views
 from evaluators.fold import fold_all
@@ -259,6 +261,52 @@ _LOOKALIKES = [
 def test_diff_fast_path_keeps_type_strictness(recorded: Any, computed: Any, paths: list[str]) -> None:
     """Views that pack alike or compare equal but differ in a leaf's type or value still differ."""
     assert [d.path for d in diff_values(recorded, computed)] == paths
+
+
+_LEAVES = (st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3)
+           | st.binary(max_size=2) | st.floats(allow_nan=True, allow_infinity=True)
+           | st.sampled_from([0.0, -0.0, 1.0, 0.1 + 0.2, 1e-7, 2.5e-7, 1234.5678905]))
+_RAW_VIEWS = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3)
+                          | st.tuples(inner, inner)
+                          | st.dictionaries(st.sampled_from("abcd"), inner, max_size=3),
+                          max_leaves=12)
+
+
+# (name, recorded, the view before normalize, whether they are the same view)
+_ONE_WALK_CASES = [
+    ("rounded-float", {"a": 1.0}, {"a": 1.0000001}, True),
+    ("negative-zero", {"a": 0.0}, {"a": -0.0}, True),
+    ("tuple-is-list", {"a": [1, 2]}, {"a": (1, 2)}, True),
+    ("int-vs-float", {"a": 1}, {"a": 1.0}, False),
+    ("float-vs-int", {"a": 1.0}, {"a": 1}, False),
+    ("bool-vs-int", {"a": True}, {"a": 1}, False),
+    ("nan", {"a": float("nan")}, {"a": float("nan")}, False),
+    ("key-missing-in-replay", {"a": 1, "b": 2}, {"a": 1}, False),
+    ("key-missing-in-record", {"a": 1}, {"a": 1, "b": 2}, False),
+    ("key-swapped", {"a": 1}, {"b": 1}, False),
+    ("deep-leaf", {"b": {"c": ["x"]}}, {"b": {"c": ["y"]}}, False),
+    ("list-longer", {"a": [1]}, {"a": [1, 2]}, False),
+]
+
+
+@pytest.mark.parametrize(("recorded", "raw", "same"), [c[1:] for c in _ONE_WALK_CASES],
+                         ids=[c[0] for c in _ONE_WALK_CASES])
+def test_replay_one_walk_check_cases(recorded: Any, raw: Any, same: bool) -> None:
+    """The one-walk check of replay rounds floats as normalize does and is type-strict."""
+    assert views._normalizes_to(recorded, raw) is same
+    assert (views.diff_values(recorded, views.normalize(raw)) == []) is same
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=_RAW_VIEWS, other=_RAW_VIEWS, same=st.booleans())
+def test_replay_one_walk_check_agrees_with_normalize_and_diff(raw: Any, other: Any, same: bool) -> None:
+    """replay's one-walk check says "no difference" only when normalize-then-diff finds none,
+    and says it for the normalized view itself (the case of every reproduced replay)."""
+    recorded = views.normalize(raw) if same else views.normalize(other)
+    if views._normalizes_to(recorded, raw):
+        assert views.diff_values(recorded, views.normalize(raw)) == []
+    if same and views.diff_values(recorded, views.normalize(raw)) == []:
+        assert views._normalizes_to(recorded, raw)
 
 
 def test_replay_without_recorded_view_is_not_reproduced() -> None:
