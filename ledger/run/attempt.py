@@ -272,11 +272,16 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     task = load_plan_task(plan)
     agent = _resolve(plan)
     isolated = _isolated(cfg)
+    committing = Background(_commit, task, cfg)  # while git builds the worktree
     out.phase("workspace")
-    ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
+    try:
+        ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
+    except BaseException:
+        committing.wait()
+        raise
     _CURRENT[plan.attempt_id] = ws
 
-    commitment, redact = _commit(task, cfg)
+    commitment, redact = committing.result()
     out.entry("commitment", {"commitment": commitment})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
