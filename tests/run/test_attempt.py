@@ -266,3 +266,16 @@ def test_streamed_agent_text_is_a_model_turn() -> None:
     assert _streamed(("agent.output", {"stream": "stdout", "text": "I will fix it."})) == (
         "agent.output", {"stream": "stdout", "text": "I will fix it.", "role": "assistant"})
     assert _streamed(("fs.read", {"path": "a"})) == ("fs.read", {"path": "a"})
+
+
+def test_a_worker_builds_a_commitment_once_per_task_and_key(tasks: dict[str, Task]) -> None:
+    """The commitment is kept per (task hash, folder, key): the same task and key give the very
+    same commitment; another key or another task gives its own (never a stale one)."""
+    from ledger.run.attempt import _commitment
+
+    add, sub = tasks["fix-add"], tasks["fix-sub"]
+    first = _commitment(add, KEY)
+    assert _commitment(add, KEY) is first
+    other_key = _commitment(add, bytes(32))
+    assert other_key is not first and other_key.key_id != first.key_id
+    assert _commitment(sub, KEY).digest != first.digest
