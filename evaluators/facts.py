@@ -158,7 +158,15 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
     hallucinated = sorted(
         name for name in missing
         if re.search(r"\b" + re.escape(name.rsplit(".", 1)[-1]) + r"\b", added_text))
-    patch_conflict = any(_CONFLICT.match(line) for line in added)
+    patch_conflict = False
+    todo_markers = stub_markers = 0
+    for line in added:  # one pass over the added lines for the three markers
+        if _CONFLICT.match(line):
+            patch_conflict = True
+        if TODO_MARK.search(line):
+            todo_markers += 1
+        if STUB_MARK.search(line):
+            stub_markers += 1
     changed = sorted({path for path, _, _, _ in a.diff_files})
     changed_lines = sum(add + rem for _, _, add, rem in a.diff_files)
     named = list(task.named_files) if task is not None else []
@@ -194,8 +202,7 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         regressions=regressions, diff_recorded=a.diff_recorded, changed_files=changed,
         changed_lines=changed_lines, conflict=a.conflict_markers or a.apply_failed or patch_conflict,
         apply_failed=a.apply_failed,
-        todo_markers=sum(1 for line in added if TODO_MARK.search(line)),
-        stub_markers=sum(1 for line in added if STUB_MARK.search(line)),
+        todo_markers=todo_markers, stub_markers=stub_markers,
         hallucinated_names=hallucinated, missing_names=sorted(missing),
         out_of_scope_files=out_of_scope, writes_outside_worktree=sorted(a.writes_outside),
         observed=a.trace in ("strace", "transcript") or a.activity > 0,
