@@ -314,14 +314,10 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
 
     # From here on the agent process group is gone: ground truth may enter.
     if isolated:
-        # the fresh grading tree is copied while git works out the diff
-        grading = Background(create_grading_tree, task, parent=ws.root)
-        try:
-            diff = take_diff(ws, task.repo_dir, redact=redact)
-            out.phase("tests")
-            _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grading.result())
-        finally:
-            grading.wait()  # never leaves a copy running into the clean-up
+        diff = take_diff(ws, task.repo_dir, redact=redact)
+        out.phase("tests")
+        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout,
+                        create_grading_tree(task, parent=ws.root))
         out.entry("diff", diff)
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
