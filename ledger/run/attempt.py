@@ -272,30 +272,27 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     task = load_plan_task(plan)
     agent = _resolve(plan)
     isolated = _isolated(cfg)
-    committing = Background(_commit, task, cfg)  # while git builds the worktree
     out.phase("workspace")
-    try:
-        ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
-    except BaseException:
-        committing.wait()
-        raise
+    ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
     _CURRENT[plan.attempt_id] = ws
 
-    commitment, redact = committing.result()
+    commitment, redact = _commit(task, cfg)
     out.entry("commitment", {"commitment": commitment})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
+    grading: tuple[Workspace, Any] | None = None
     if task.regression_command and isolated:
-        # The agent's sandbox is worked out while the public tests run; they run, as the
-        # grading does, with a home and temp folder of their own (the agent's config is being
-        # copied into its home meanwhile).
-        job = Background(_prepare_agent, plan, task, agent, ws, isolated=True)
+        # The agent's sandbox and the grading tree (the starting repo, under the attempt's folder
+        # that the agent's sandbox does not show) are worked out while the public tests run;
+        # they run, as the grading does, with a home and temp folder of their own (the agent's
+        # config is being copied into its home meanwhile).
+        job = Background(_prepare_isolated, plan, task, agent, ws)
         try:
             out.phase("baseline")
             out.entry("test.baseline", run_suite(
                 _baseline_tree(ws), "regression", task.regression_command, redact=redact,
                 timeout=test_timeout, label="baseline"))
-            prep = job.result()
+            prep, grading = job.result()
             ws.ready()
         except BaseException:
             _discard(job)
@@ -316,8 +313,8 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     if isolated:
         diff = take_diff(ws, task.repo_dir, redact=redact)
         out.phase("tests")
-        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout,
-                        create_grading_tree(task, parent=ws.root))
+        grade, policy = grading if grading is not None else _prepare_grading(plan, task, ws)
+        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grade, policy)
         out.entry("diff", diff)
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
@@ -390,25 +387,47 @@ def _task_programs(task: Task) -> list[str]:
             if c and c[0].startswith("/") and not c[0].startswith(("/usr/", "/bin/", "/sbin/", "/lib"))]
 
 
+def _prepare_grading(plan: AttemptPlan, task: Task, ws: Workspace) -> tuple[Workspace, Any]:
+    """The grading tree (a fresh copy of the task's starting repo, inside the attempt's folder:
+    removed with it, after the attempt has reported; no agent's sandbox shows it) and the
+    grading sandbox's policy. Nothing of the agent's, nothing hidden: it may be made early."""
+    from ledger.sandbox.setup import grading_policy
+
+    grade = create_grading_tree(task, parent=ws.root)
+    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
+                            hidden=_hidden(task, plan.config),
+                            path_env=tool_env(grade).get("PATH", ""),
+                            programs=_task_programs(task))
+    return grade, policy
+
+
+def _prepare_isolated(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
+                      ) -> tuple[_Prepared, tuple[Workspace, Any]]:
+    """The agent's sandboxed run and the grading tree, both worked out ahead."""
+    prep = _prepare_agent(plan, task, agent, ws, isolated=True)
+    try:
+        return prep, _prepare_grading(plan, task, ws)
+    except BaseException:
+        if prep.proxy is not None:
+            with contextlib.suppress(Exception):
+                prep.proxy.close()
+        raise
+
+
 def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
-                    out: _Out, redact: Redact, test_timeout: float, grade: Workspace) -> None:
-    """Grade in ``grade`` (a fresh tree of the task's starting repo, inside the attempt's folder:
-    removed with it, after the attempt has reported) and a new sandbox: the agent's graded
-    changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent started is
-    alive (its PID namespace ended with it)."""
+                    out: _Out, redact: Redact, test_timeout: float, grade: Workspace,
+                    policy: Any) -> None:
+    """Grade in ``grade`` under ``policy`` (``_prepare_grading``), a new sandbox: the agent's
+    graded changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent
+    started is alive (its PID namespace ended with it)."""
     from ledger.sandbox import bwrap_command
     from ledger.sandbox.grading import apply_changes, graded_changes
-    from ledger.sandbox.setup import grading_policy
 
     graded, dropped = graded_changes(
         diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
         repo_dir=task.repo_dir, worktree=ws.worktree)
     dropped += apply_changes(graded, source=ws.worktree, target=grade.worktree)
     lost = {d["path"] for d in dropped}
-    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
-                            hidden=_hidden(task, plan.config),
-                            path_env=tool_env(grade).get("PATH", ""),
-                            programs=_task_programs(task))
     out.entry("grading", {
         "isolation": "sandbox",
         "graded": [f["path"] for f in graded if f["path"] not in lost],
@@ -759,7 +778,7 @@ def _prepare_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, *,
 def _discard(job: Background) -> None:
     """Wait for a preparation the attempt will not run, and close the proxy it started."""
     try:
-        prep = job.result()
+        prep, _grading = job.result()
     except BaseException:  # the attempt is failing already: its own error is the one reported
         return
     if prep.proxy is not None:

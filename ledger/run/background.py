@@ -2,8 +2,8 @@
 
 An attempt spends most of its time waiting on children (git, the public tests, the agent, the
 hidden tests). Work that does not depend on a child's result (copying the agent's ``.git``,
-working out the agent's sandbox while the public tests run, the commitment while git builds the
-worktree) runs beside it here, so the harness adds less time between children. The attempt's
+working out the agent's sandbox and the grading tree while the public tests run) runs beside it
+here, so the harness adds less time between children. The attempt's
 thread always ``wait``s (or takes the ``result``) before it goes on to what depends on the work
 or cleans up, so nothing runs past the attempt.
 
