@@ -280,31 +280,25 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     out.entry("commitment", {"commitment": commitment})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
-    grading: tuple[Workspace, Any] | None = None
-    if task.regression_command and isolated:
-        # The agent's sandbox and the grading tree (the starting repo, under the attempt's folder
-        # that the agent's sandbox does not show) are worked out while the public tests run;
-        # they run, as the grading does, with a home and temp folder of their own (the agent's
-        # config is being copied into its home meanwhile).
-        job = Background(_prepare_isolated, plan, task, agent, ws)
-        try:
-            out.phase("baseline")
-            out.entry("test.baseline", run_suite(
-                _baseline_tree(ws), "regression", task.regression_command, redact=redact,
-                timeout=test_timeout, label="baseline"))
-            prep, grading = job.result()
-            ws.ready()
-        except BaseException:
-            _discard(job)
-            raise
-    else:
+    # Sandboxed, the agent's sandbox and the grading tree (the starting repo, under the
+    # attempt's folder that the agent's sandbox does not show) are worked out while the public
+    # tests run; those run, as the grading does, with a home and temp folder of their own (the
+    # agent's config is being copied into its home meanwhile).
+    job = (Background(_prepare_isolated, plan, task, agent, ws)
+           if isolated and task.regression_command else None)
+    try:
         if task.regression_command:  # tasks graded by test ids or a reward file have none
             out.phase("baseline")
             out.entry("test.baseline", run_suite(
-                ws, "regression", task.regression_command, redact=redact, timeout=test_timeout,
-                label="baseline"))
+                _baseline_tree(ws) if isolated else ws, "regression", task.regression_command,
+                redact=redact, timeout=test_timeout, label="baseline"))
+        prep, grading = (job.result() if job is not None
+                         else (_prepare_agent(plan, task, agent, ws, isolated=isolated), None))
         ws.ready()
-        prep = _prepare_agent(plan, task, agent, ws, isolated=isolated)
+    except BaseException:
+        if job is not None:
+            _discard(job)
+        raise
 
     out.phase("agent")
     _run_agent(plan, task, agent, ws, out, redact, prep)
@@ -408,9 +402,7 @@ def _prepare_isolated(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
     try:
         return prep, _prepare_grading(plan, task, ws)
     except BaseException:
-        if prep.proxy is not None:
-            with contextlib.suppress(Exception):
-                prep.proxy.close()
+        prep.discard()
         raise
 
 
@@ -740,6 +732,12 @@ class _Prepared:
     policy: Any
     proxy: Any
 
+    def discard(self) -> None:
+        """Close the proxy of a run that will not happen."""
+        if self.proxy is not None:
+            with contextlib.suppress(Exception):
+                self.proxy.close()
+
 
 def _prepare_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, *,
                    isolated: bool) -> _Prepared:
@@ -781,17 +779,13 @@ def _discard(job: Background) -> None:
         prep, _grading = job.result()
     except BaseException:  # the attempt is failing already: its own error is the one reported
         return
-    if prep.proxy is not None:
-        with contextlib.suppress(Exception):
-            prep.proxy.close()
+    prep.discard()
 
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
                redact: Redactor, prep: _Prepared) -> None:
     try:
-        _agent_started_and_run(plan, task, agent, ws, out, redact, prep.invocation, prep.ctx,
-                               prep.mode, prep.observed, prep.reason, prep.readable,
-                               prep.endpoints, prep.isolation, prep.policy)
+        _agent_started_and_run(plan, task, agent, ws, out, redact, prep)
     finally:
         records = prep.proxy.close() if prep.proxy is not None else []
     for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
@@ -799,30 +793,29 @@ def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _O
 
 
 def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-                           redact: Redactor, invocation: Any, ctx: AttemptContext, mode: str,
-                           observed: str, reason: str, readable: list[str],
-                           endpoints: list[dict[str, Any]], isolation: dict[str, Any],
-                           policy: Any) -> None:
+                           redact: Redactor, prep: _Prepared) -> None:
     from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, run_agent_process
+
+    invocation = prep.invocation
 
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
         "cwd": _resolved(ws.worktree),
         "home": _resolved(ws.home),
         "scratch": _resolved(ws.scratch),
-        "readable": [redact_secrets(p, invocation.secrets) for p in dict.fromkeys(readable)],
-        "endpoints": endpoints,
-        "trace": observed,
-        "trace_reason": reason,
+        "readable": [redact_secrets(p, invocation.secrets) for p in dict.fromkeys(prep.readable)],
+        "endpoints": prep.endpoints,
+        "trace": prep.observed,
+        "trace_reason": prep.reason,
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
-        **isolation,
+        **prep.isolation,
     })
     outcome = run_agent_process(
-        invocation, ctx, trace=mode, capture_filter=redact, evidence=redact.evidence,
-        on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=policy,
+        invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
+        on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=prep.policy,
         watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )
     for kind, data in output_events(outcome):
