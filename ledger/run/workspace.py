@@ -28,9 +28,10 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from ledger import safefs
 from ledger.errors import TaskError
 from ledger.run.background import Background
 from ledger.run.process import bound_text
@@ -51,6 +52,8 @@ _IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruf
 PATCH_LIMIT = 64 * 1024
 CONTENT_LIMIT = 64 * 1024
 SCAN_LIMIT = 8 * 1024 * 1024  # patch bytes read to look for conflict markers
+FALLBACK_FILE_LIMIT = 1024 * 1024  # bytes of one file the fallback diff reads
+FALLBACK_READ_LIMIT = 64 * 1024 * 1024  # bytes the fallback diff reads in all
 _GIT_TIMEOUT = 120
 _MARKER = re.compile(rb"^\+(<{7}|>{7})(?: |$)", re.MULTILINE)
 _PLAIN_MARKER = re.compile(rb"^(<{7}|>{7})(?: |$)", re.MULTILINE)
@@ -302,14 +305,15 @@ def install_hidden_tests(ws: Workspace, task: Task) -> Path:
 # --------------------------------------------------------------------------- diff
 
 
-def _file_content(path: Path, limit: int, redact: Redact) -> str | None:
-    """The final text of a changed file, for replay; None when binary, too large or unreadable."""
+def _file_content(worktree: Path, rel: str, limit: int, redact: Redact) -> str | None:
+    """The final text of a changed file, for replay; None when binary, too large, unreadable or not
+    a regular file (read with ``ledger.safefs.read_under``: no link, FIFO or device is opened)."""
+    data = safefs.read_under(worktree, rel, limit)
+    if data is None:
+        return None
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
-            return None
-        data = path.read_bytes()
         text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError:
         return None
     if "\x00" in text:
         return None
@@ -368,54 +372,98 @@ def _parse_raw_numstat(out: bytes) -> list[dict[str, Any]]:
     ]
 
 
-def _walk(folder: Path) -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    if not folder.is_dir():
-        return found
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if d not in _IGNORED_NAMES]
-        for name in filenames:
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            full = Path(dirpath) / name
-            found[PurePosixPath(full.relative_to(folder).as_posix()).as_posix()] = full
-    return found
+def _walk(folder: Path) -> safefs.Walk:
+    return safefs.walk(folder, skip_names=_IGNORED_NAMES, skip_suffixes=(".pyc", ".pyo"))
 
 
-def _read_lines(path: Path | None) -> list[str] | None:
-    if path is None:
+@dataclass
+class _Side:
+    """One side of a path in the fallback diff: a file's bytes (None: over the cap), a link's
+    target, or a special file (never opened)."""
+
+    kind: str
+    data: bytes | None = None
+    size: int = 0
+
+
+def _side(root: Path, node: safefs.Node | None, budget: list[int]) -> _Side | None:
+    if node is None:
+        return None
+    if node.kind == safefs.LINK:
+        return _Side(safefs.LINK, os.fsencode(node.target or ""), node.size)
+    if node.kind != safefs.FILE:
+        return _Side(safefs.OTHER, None, node.size)
+    if node.size > FALLBACK_FILE_LIMIT or node.size > budget[0]:
+        return _Side(safefs.FILE, None, node.size)
+    data = safefs.read_under(root, node.rel, FALLBACK_FILE_LIMIT)
+    budget[0] -= len(data or b"")
+    return _Side(safefs.FILE, data, node.size)
+
+
+def _same(a: _Side | None, b: _Side | None) -> bool:
+    if a is None or b is None or a.kind != b.kind:
+        return False
+    if a.data is None or b.data is None:  # too large to read (or special): compared by size
+        return a.size == b.size and a.kind == safefs.OTHER
+    return a.data == b.data
+
+
+def _lines(side: _Side | None) -> list[str] | None:
+    if side is None:
         return []
+    if side.data is None or b"\0" in side.data:
+        return None
     try:
-        return path.read_bytes().decode("utf-8").splitlines(keepends=True)
-    except (OSError, UnicodeDecodeError):
+        return side.data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
         return None
 
 
-def _fallback_diff(repo_dir: Path, worktree: Path) -> tuple[list[dict[str, Any]], str]:
-    """Compare the worktree with ``repo/`` directly (used when git cannot: .git destroyed)."""
-    before, after = _walk(repo_dir), _walk(worktree)
+def _fallback_diff(repo_dir: Path, worktree: Path,
+                   after: safefs.Walk | None = None) -> tuple[list[dict[str, Any]], str, bool]:
+    """Compare the worktree with ``repo/`` directly, when git cannot be trusted with the tree (its
+    ``.git`` destroyed, a nested repository, a ``.git`` file): (files, patch, truncated).
+
+    The walk never follows a link (a link is diffed as its target string, the way git records
+    it), never opens a FIFO, socket or device (listed, marked ``Not a regular file``), reads at
+    most ``FALLBACK_FILE_LIMIT`` bytes of one file and ``FALLBACK_READ_LIMIT`` in all (past them,
+    files are compared by size and the diff is marked truncated). Names that are not plain
+    printable ASCII are quoted in the patch the way git quotes them."""
+    before = _walk(repo_dir)
+    after = after if after is not None else _walk(worktree)
+    truncated = after.truncated
+    budget = [FALLBACK_READ_LIMIT]
     files: list[dict[str, Any]] = []
     chunks: list[str] = []
-    for rel in sorted(set(before) | set(after), key=lambda p: p.encode("utf-8")):
-        old, new = before.get(rel), after.get(rel)
-        if old is not None and new is not None:
-            try:
-                if old.read_bytes() == new.read_bytes():
-                    continue
-            except OSError:
-                pass
-        status = "added" if old is None else "deleted" if new is None else "modified"
-        a, b = _read_lines(old), _read_lines(new)
-        if a is None or b is None:
-            files.append({"path": rel, "status": status, "added": 0, "removed": 0})
-            chunks.append(f"Binary files a/{rel} and b/{rel} differ\n")
+    for rel in sorted(set(before.nodes) | set(after.nodes), key=os.fsencode):
+        a = _side(repo_dir, before.nodes.get(rel), budget)
+        b = _side(worktree, after.nodes.get(rel), budget)
+        if _same(a, b):
             continue
-        lines = list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}"))
+        if any(s is not None and s.kind == safefs.FILE and s.data is None for s in (a, b)):
+            truncated = truncated or budget[0] <= 0
+        status = "added" if a is None else "deleted" if b is None else "modified"
+        name = safefs.text_name(rel)
+        shown_a, shown_b = safefs.display("a/" + rel), safefs.display("b/" + rel)
+        if any(s is not None and s.kind == safefs.OTHER for s in (a, b)):
+            files.append({"path": name, "status": status, "added": 0, "removed": 0})
+            chunks.append(f"Not a regular file: {shown_b if b is not None else shown_a}\n")
+            continue
+        old, new = _lines(a), _lines(b)
+        if old is None or new is None:
+            files.append({"path": name, "status": status, "added": 0, "removed": 0})
+            chunks.append(f"Binary files {shown_a} and {shown_b} differ\n")
+            continue
+        lines = list(difflib.unified_diff(old, new, "/dev/null" if a is None else shown_a,
+                                          "/dev/null" if b is None else shown_b, lineterm="\n"))
         added = sum(1 for ln in lines[2:] if ln.startswith("+"))
         removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
-        files.append({"path": rel, "status": status, "added": added, "removed": removed})
-        chunks.append("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines))
-    return files, "".join(chunks)
+        files.append({"path": name, "status": status, "added": added, "removed": removed})
+        if (a is not None and a.kind == safefs.LINK) or (b is not None and b.kind == safefs.LINK):
+            chunks.append(f"symbolic link {shown_b if b is not None else shown_a}\n")
+        chunks.append("".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n"
+                              for ln in lines))
+    return files, "".join(chunks), truncated
 
 
 def take_diff(
@@ -442,6 +490,10 @@ def take_diff(
     try:
         if ws.git_dir is None and not (wt / ".git").is_dir():
             raise WorkspaceError("the worktree has no .git")
+        if safefs.nested_repositories(wt, skip_names=_IGNORED_NAMES):
+            # git would resolve a nested repository's HEAD, or a `.git` file naming a host
+            # repository, or refuse one without a commit: the safe walk takes the diff instead
+            raise WorkspaceError("the worktree holds a nested repository")
         git(wt, "add", "-A", env=env)
         common = ["--cached", "--no-renames", "--no-ext-diff", "--no-textconv"]
         listing = git(wt, "diff", *common, "-z", "--raw", "--numstat", ws.base, env=env).stdout
@@ -455,16 +507,15 @@ def take_diff(
             patch_full += "\n"
     except WorkspaceError:
         apply_failed = True
-        files, patch_full = _fallback_diff(repo_dir, wt)
+        files, patch_full, more = _fallback_diff(repo_dir, wt)
         conflict = bool(_PLAIN_MARKER.search(
             "\n".join(ln[1:] for ln in patch_full.splitlines() if ln.startswith("+")).encode()
         ))
-        more = False
     patch, truncated, _ = bound_text(redact(patch_full), patch_limit)
     for entry in files:
         entry["content"] = (
             None if entry["status"] == "deleted"
-            else _file_content(wt / entry["path"], content_limit, redact)
+            else _file_content(wt, entry["path"], content_limit, redact)
         )
     return {
         "files": files,

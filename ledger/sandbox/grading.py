@@ -27,9 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ledger import safefs
+
 HOOK_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "sitecustomize.py",
                         "usercustomize.py"})
 TEST_DIRS = frozenset({"tests", "test"})
+_TEXT_LIMIT = 1024 * 1024  # bytes of a pyproject.toml read to compare its pytest tables
 
 
 def _pytest_tables(text: str | None) -> Any:
@@ -37,7 +40,7 @@ def _pytest_tables(text: str | None) -> Any:
         return None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # nested too deep is unparsable too
         return "<unparsable>"
     tool = data.get("tool")
     return tool.get("pytest") if isinstance(tool, dict) else None
@@ -69,12 +72,12 @@ def drop_reason(rel: str, *, owned: Sequence[str], hidden_dir: str,
     return None
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(root: Path, rel: str) -> str | None:
+    """A regular file's text under ``root`` (no link followed, no FIFO opened, bounded)."""
+    data = safefs.read_under(root, rel, _TEXT_LIMIT)
     try:
-        if path.is_symlink() or not path.is_file():
-            return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
@@ -90,7 +93,7 @@ def graded_changes(files: Iterable[Mapping[str, Any]], *, owned: Sequence[str], 
             continue
         before = after = None
         if PurePosixPath(rel).name == "pyproject.toml":
-            before, after = _read_text(repo_dir / rel), _read_text(worktree / rel)
+            before, after = _read_text(repo_dir, rel), _read_text(worktree, rel)
         reason = drop_reason(rel, owned=owned, hidden_dir=hidden_dir,
                              pyproject_before=before, pyproject_after=after)
         if reason is None:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ledger.safefs import read_prefix
 from ledger.tasks.model import Signal
 
 SIGNAL_TIMEOUT_S = 600.0
@@ -108,9 +109,10 @@ def check_file_signal(sig: Signal, worktree: Path) -> tuple[bool, str]:
     if sig.kind == "file_contains":
         if target is None:
             return False, "escapes the worktree"
-        if not target.is_file():
+        data = read_prefix(target.parent, target.name, FILE_LIMIT)  # a FIFO or device: None
+        if data is None:
             return False, "missing"
-        text = target.read_bytes()[:FILE_LIMIT].decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
         found = re.search(sig.pattern or "", text, re.MULTILINE) is not None
         return found, "pattern found" if found else "pattern not found"
     return False, f"unknown signal kind {sig.kind!r}"
