@@ -46,6 +46,12 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
         report["bundle_kind"] = vb.kind
         if vb.kind == "run":
             lines.append(f"bundle: the whole run {vb.run} (run.started .. run.finished and its view)")
+            if vb.version == 2:
+                lines.append(f"bundle: only run {vb.run}'s own entries; " + (
+                    "none left out (the digest its run.finished records)" if vb.complete else
+                    "that none is left out is not provable (the run was recorded before "
+                    "run.finished held its entries' digest)"))
+            report["complete"] = vb.complete
         elif vb.kind == "selection":
             lines.append(f"bundle: a selection of entries {vb.first_seq}..{vb.last_seq}, not a whole run "
                          "or log: it proves these entries are in the log, nothing about what is left out")

@@ -59,6 +59,34 @@ def leaf_hashes(bodies: Iterable[bytes]) -> list[bytes]:
     return [sha(b"\x00" + body).digest() for body in bodies]
 
 
+RUN_DIGEST_LABEL = b"eval-ledger/run-entries/v1\x00"
+
+
+def in_run_digest(kind: str) -> bool:
+    """Whether an entry of ``kind`` counts in its run's digest: every harness kind (outside tools'
+    ``ext.*`` entries are not the harness's to vouch for)."""
+    return not kind.startswith("ext.")
+
+
+class RunDigest:
+    """Running SHA-256 over the leaf hashes of a run's entries (``in_run_digest`` kinds), in seq
+    order. ``run.finished`` records it as ``entries`` (``as_data``), so a bundle holding only the
+    run's own entries still proves that none of them was left out."""
+
+    __slots__ = ("_h", "count")
+
+    def __init__(self) -> None:
+        self._h = _sha256(RUN_DIGEST_LABEL)
+        self.count = 0
+
+    def add(self, leaf: bytes) -> None:
+        self._h.update(leaf)
+        self.count += 1
+
+    def as_data(self) -> dict[str, int | str]:
+        return {"count": self.count, "digest": self._h.hexdigest()}
+
+
 def node_hash(left: bytes, right: bytes) -> bytes:
     """RFC 6962 interior node hash: SHA-256(0x01 || left || right)."""
     return _sha256(b"\x01" + left + right).digest()

@@ -46,6 +46,7 @@ from attest.attestation import COMMITMENT_KEY_LABEL
 from evaluators import fold as golden
 from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
+from ledger.journal import merkle
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_or_init_keys
@@ -166,15 +167,22 @@ class JournalWriter:
         self._fold = fold
         self.listeners: list[Callable[[Entry], object]] = []  # results are ignored
         self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        self._digest = merkle.RunDigest()  # the run's entries so far, for run.finished
 
     def observe(self, entry: Entry) -> None:
+        if entry.run == self.run_id and merkle.in_run_digest(entry.kind):
+            self._digest.add(entry.leaf_hash)
         if self._fold:
             golden.fold(self.state, entry)
         for listener in self.listeners:
             listener(entry)
 
     def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
+        """Append one entry; a ``run.finished`` is given ``entries``, the digest of every entry of
+        the run before it (what a bundle of the run's own entries proves complete against)."""
         self.flush()
+        if kind == "run.finished":
+            data = {**data, "entries": self._digest.as_data()}
         with self.gate.critical():
             entry = self.journal.append(kind, data, run=self.run_id, task=task)
             self.observe(entry)
@@ -315,12 +323,16 @@ class Coordinator:
         if data is not None and attempt_id in self.results:
             self.results[attempt_id].absorb("attestation", data)
 
+    def unattested(self) -> list[tuple[str, str]]:
+        """``(attempt, task)`` of the attempts of this run that journaled a commitment and
+        finished but have no attestation (the coordinator stopped in between)."""
+        return [(attempt, task_id) for attempt, task_id in self._committed.items()
+                if attempt in self._finished and attempt not in self._attested]
+
     def attest_missing(self) -> None:
-        """Attest the attempts of this run that journaled a commitment and finished but have no
-        attestation (the coordinator stopped in between)."""
-        for attempt, task_id in list(self._committed.items()):
-            if attempt in self._finished and attempt not in self._attested:
-                self.attest(attempt, task_id)
+        """Attest every attempt ``unattested`` names."""
+        for attempt, task_id in self.unattested():
+            self.attest(attempt, task_id)
 
     def _attempt_plan(self, slot: Slot) -> AttemptPlan:
         p = self.plan
@@ -507,6 +519,12 @@ class Coordinator:
                                       "view": view(self.writer.state)})
 
 
+def _finished(entries: Sequence[Entry]) -> bool:
+    """Whether a run's entries end its last segment: a ``run.finished`` after any ``run.resumed``."""
+    lifecycle = [e.kind for e in entries if e.kind in ("run.finished", "run.resumed")]
+    return bool(lifecycle) and lifecycle[-1] == "run.finished"
+
+
 def _task_of(attempt_id: str) -> str | None:
     parsed = parse_attempt_id(attempt_id)
     return parsed[1] if parsed is not None else None
@@ -548,7 +566,15 @@ def execute_run(
                                       executor_factory)
             coordinator.source = source
             coordinator.resolver = resolver
+            finished = _finished(plan.prior)
             coordinator.read_back()
+            if finished and not plan.slots and not unreported and not coordinator.unattested():
+                # a finished run with nothing left: append nothing (no run.resumed, no second
+                # run.finished), so the run's entries stay what they were
+                progress.note(f"run {plan.run_id} is finished and has nothing left to run: "
+                              "nothing was appended")
+                return RunSummary(plan.run_id, "finished", True, [], journal.checkpoint(keys),
+                                  journal.size, home.path)
             for attempt_id in unreported:
                 coordinator.append("attempt.finished", {
                     "attempt": attempt_id, "status": "interrupted",

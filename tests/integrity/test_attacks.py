@@ -190,9 +190,13 @@ def test_truncated_run_bundle_is_incomplete(run: Run, tmp_path: Path) -> None:
 
 
 def test_relabelled_cut_bundle_says_it_is_a_selection(run: Run, tmp_path: Path) -> None:
-    """The same cut relabelled run=null verifies only as a selection of entries, and says so."""
+    """The same cut relabelled as a contiguous selection (version 1, run=null) verifies only as a
+    selection of entries, and says so."""
     bundle, vkey = _bundle(run, tmp_path)
-    cut = dict(bundle, entries=bundle["entries"][:-3], last_seq=bundle["last_seq"] - 3, run=None)
+    seqs = [e["seq"] for e in bundle["entries"]]
+    assert seqs == list(range(seqs[0], seqs[-1] + 1))  # one run alone in this journal
+    cut = dict(bundle, version=1, entries=bundle["entries"][:-3], first_seq=seqs[0],
+               last_seq=seqs[-4], run=None)
     res = _verify_bundle(tmp_path, cut, vkey, "--json")
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout)
