@@ -31,6 +31,7 @@ COMMAND_MODULES: list[str] = [
     "cli.attest_cmds",
     "cli.view_cmds",
     "cli.witness_cmds",
+    "cli.publish_cmds",
 ]
 
 
@@ -47,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "attest": "cli.attest_cmds",
     "view": "cli.view_cmds",
     "witness": "cli.witness_cmds",
+    **dict.fromkeys(("publish", "serve", "monitor"), "cli.publish_cmds"),
 }
 
 

@@ -76,5 +76,34 @@ def witness_cosign(ctx: Ctx, note_file: str, log_vkey: str, proof_file: str | No
         click.echo(note, nl=False)
 
 
+@witness.command("serve")
+@click.option("--log-vkey", "log_vkeys", multiple=True, required=True, metavar="VKEY",
+              help="A log this witness witnesses: its verifier key (string or file; repeatable). The key's "
+                   "name is the log's origin.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8081, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--allow-remote", is_flag=True, help="Allow an address other than loopback.")
+@click.option("--witness-dir", help="Where the witness key lives (default $XDG_CONFIG_HOME/eval-ledger/witness).")
+def witness_serve(log_vkeys: tuple[str, ...], host: str, port: int, allow_remote: bool,
+                  witness_dir: str | None) -> None:
+    """Serve C2SP tlog-witness: POST /add-checkpoint cosigns consistent checkpoints (Ctrl-C stops)."""
+    from ledger.journal.witness import load_witness
+    from ledger.publish.http import serve_witness
+
+    logs: dict[str, list[Verifier]] = {}
+    for text in log_vkeys:
+        p = Path(text)
+        v = Verifier.from_vkey(p.read_text(encoding="utf-8").strip() if p.is_file() else text)
+        logs.setdefault(v.name, []).append(v)
+    w = load_witness(_folder(witness_dir))
+    server = serve_witness(w, logs, host, port, allow_remote=allow_remote,
+                           access_log=lambda line: click.echo(line, err=True))
+    click.echo(f"witness {w.verifier.vkey} for {', '.join(sorted(logs))} at {server.url}/add-checkpoint", err=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.httpd.server_close()
+
+
 def register(group: click.Group) -> None:
     group.add_command(witness)

@@ -14,9 +14,14 @@ and ``ledger verify --witness VKEY`` requires valid cosignatures on the latest c
 
 from __future__ import annotations
 
+import base64
+import binascii
+import fcntl
+import hashlib
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,8 +110,6 @@ def load_witness(folder: Path) -> Witness:
 
 
 def _state_path(w: Witness, origin: str) -> Path:
-    import hashlib
-
     safe = _UNSAFE.sub("_", origin).strip("._")[:80] or "log"
     return w.folder / "state" / f"{safe}-{hashlib.sha256(origin.encode()).hexdigest()[:12]}.json"
 
@@ -179,3 +182,138 @@ def check_witnesses(note: str, log_verifier: Verifier, witnesses: Sequence[Verif
         raise VerificationError("witness-threshold", f"{len(got)} of the named witnesses cosigned the "
                                 f"latest checkpoint, {threshold} required (missing: {', '.join(missing)})")
     return got
+
+
+# ---------------------------------------------------------------------------------------------
+# c2sp.org/tlog-witness: POST <prefix>/add-checkpoint
+
+MAX_PROOF_LINES = 63
+MAX_REQUEST_BYTES = 1 << 20
+SIZE_CONTENT_TYPE = "text/x.tlog.size"
+
+
+@dataclass(frozen=True)
+class WitnessAnswer:
+    """An add-checkpoint response: HTTP status, content type and body (and what it means)."""
+
+    status: int
+    content_type: str
+    body: str
+    origin: str | None = None
+    size: int | None = None  # the size cosigned (200) or held (409)
+
+
+def _answer(status: int, message: str, origin: str | None = None) -> WitnessAnswer:
+    return WitnessAnswer(status, "text/plain; charset=utf-8", message.rstrip("\n") + "\n", origin)
+
+
+def parse_add_checkpoint(body: bytes) -> tuple[int, list[bytes], str]:
+    """Split a request body into (old size, consistency proof, checkpoint note); MalformedInput
+    for anything the spec's grammar does not allow."""
+    if len(body) > MAX_REQUEST_BYTES:
+        raise MalformedInput(f"request body is larger than {MAX_REQUEST_BYTES} bytes")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedInput("request body is not UTF-8") from None
+    head, sep, note = text.partition("\n\n")
+    if not sep:
+        raise MalformedInput("request has no empty line before the checkpoint")
+    lines = head.split("\n")
+    first = lines[0]
+    if not first.startswith("old ") or not re.fullmatch(r"0|[1-9][0-9]{0,18}", first[4:]):
+        raise MalformedInput("the first line must be `old <size>` (decimal, no leading zeros)")
+    old = int(first[4:])
+    if len(lines) - 1 > MAX_PROOF_LINES:
+        raise MalformedInput(f"more than {MAX_PROOF_LINES} consistency proof lines")
+    proof = []
+    for i, line in enumerate(lines[1:]):
+        try:
+            h = base64.b64decode(line.encode("ascii"), validate=True)
+        except (binascii.Error, ValueError, UnicodeEncodeError):
+            raise MalformedInput(f"proof line {i + 1} is not base64") from None
+        if len(h) != 32 or base64.b64encode(h).decode("ascii") != line:
+            raise MalformedInput(f"proof line {i + 1} is not one canonical base64 SHA-256 hash")
+        proof.append(h)
+    return old, proof, note
+
+
+class _StateLock:
+    """The check of the old size and the write of the new state as one step, across threads
+    (a lock) and processes (flock on state/.lock)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "state" / ".lock"
+
+    def __enter__(self) -> _StateLock:
+        self._lock.acquire()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)  # closing drops the flock
+        self._lock.release()
+
+
+def _read_state(path: Path) -> tuple[int, bytes] | None:
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        return int(state["size"]), bytes.fromhex(state["root"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MalformedInput(f"witness state {path} is damaged") from exc
+
+
+def add_checkpoint(w: Witness, logs: Mapping[str, Sequence[Verifier]], body: bytes, *,
+                   now: Callable[[], float] = time.time) -> WitnessAnswer:
+    """Answer one tlog-witness add-checkpoint request, in the spec's order of checks: 400
+    malformed (or old size above the checkpoint's), 404 unknown origin, 403 no trusted signature,
+    409 (``text/x.tlog.size``) old size not the one cosigned last (or the same size with another
+    root), 422 consistency proof that does not verify, else 200 with this witness's cosignature
+    line, after the new state is persisted."""
+    try:
+        old, proof, note = parse_add_checkpoint(body)
+        text, _sigs = parse_note(note)
+        cp = Checkpoint.parse(text)
+    except MalformedInput as exc:
+        return _answer(400, f"malformed request: {exc}")
+    trusted = logs.get(cp.origin)
+    if not trusted:
+        return _answer(404, f"unknown log origin {cp.origin!r}", cp.origin)
+    try:
+        open_note(note, list(trusted))
+    except (VerificationError, MalformedInput, UsageError) as exc:
+        return _answer(403, f"no trusted signature on the checkpoint: {exc}", cp.origin)
+    if old > cp.size:
+        return _answer(400, f"old size {old} is larger than the checkpoint's size {cp.size}", cp.origin)
+    path = _state_path(w, cp.origin)
+    with _StateLock(w.folder):
+        try:
+            state = _read_state(path)
+        except MalformedInput as exc:
+            return _answer(500, str(exc), cp.origin)
+        held, held_root = state if state is not None else (0, merkle.EMPTY_ROOT)
+        if old != held:
+            return WitnessAnswer(409, SIZE_CONTENT_TYPE, f"{held}\n", cp.origin, held)
+        if old == cp.size:
+            if state is not None and cp.root != held_root:
+                return WitnessAnswer(409, SIZE_CONTENT_TYPE, f"{held}\n", cp.origin, held)
+            if proof:
+                return _answer(422, "a consistency proof between equal sizes must be empty", cp.origin)
+        elif old == 0:
+            if proof:
+                return _answer(422, "the consistency proof must be empty when the old size is 0", cp.origin)
+        else:
+            try:
+                merkle.verify_consistency(old, cp.size, held_root, cp.root, proof)
+            except VerificationError as exc:
+                return _answer(422, f"the consistency proof from size {old} does not verify: {exc}", cp.origin)
+        line = cosignature_line(text, w.name, w.seed, int(now()))
+        _write_private(path, json.dumps({"origin": cp.origin, "size": cp.size, "root": cp.root.hex()}) + "\n",
+                       0o600)
+    return WitnessAnswer(200, "text/plain; charset=utf-8", line, cp.origin, cp.size)

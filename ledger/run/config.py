@@ -249,9 +249,10 @@ def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MalformedInput(f"{where}: invalid TOML: {exc}") from None
-    unknown = sorted(set(raw) - {"run", "agents"})
+    # [publish] is the disclosure policy of `ledger publish` (ledger.publish.writer.make_policy)
+    unknown = sorted(set(raw) - {"run", "agents", "publish"})
     if unknown:
-        raise MalformedInput(f"{where}: unknown table(s) {unknown}; known: ['agents', 'run']")
+        raise MalformedInput(f"{where}: unknown table(s) {unknown}; known: ['agents', 'publish', 'run']")
     run = _parse_run(raw["run"], where) if "run" in raw else RunDefaults()
     agents_raw = raw.get("agents", {})
     if not isinstance(agents_raw, dict):
