@@ -1,5 +1,6 @@
 """Isolation by construction: every attempt and its grading run in a bubblewrap sandbox.
 
+    paths.py     host path knowledge: system folders and links, install trees, shims, launchers
     policy.py    SandboxPolicy: what a sandbox shows (binds, masks, network), recorded as data
     bwrap.py     the one bwrap command line built from a policy; availability probe
     grading.py   which of the agent's changes are graded; the fresh grading tree

@@ -20,29 +20,18 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import UsageError
+from ledger.sandbox.paths import TOO_WIDE, canonical_binds, install_tree, norm, system_binds, under
 
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
-# The system: read-only when it is a folder, recreated when it is a symlink (merged /usr).
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-# Folders whose presence in a bind would expose the whole host.
-_TOO_WIDE = frozenset({"/", "/home", "/root", "/tmp", "/var", "/opt", "/srv", "/mnt", "/media",
-                       "/run", "/proc", "/sys", "/dev"})
-
-
-def _norm(path: str | os.PathLike[str]) -> str:
-    return os.path.normpath(os.path.abspath(os.fspath(path)))
-
-
-def under(path: str, root: str) -> bool:
-    """``path`` is ``root`` or below it (both normalised, absolute)."""
-    return path == root or path.startswith(root.rstrip("/") + "/")
+_TOO_WIDE = TOO_WIDE
+_norm = norm
 
 
 @dataclass(frozen=True)
@@ -98,18 +87,6 @@ class SandboxPolicy:
 # --------------------------------------------------------------------------- building
 
 
-def system_binds() -> tuple[list[str], list[tuple[str, str]]]:
-    """(read-only folders, symlinks) for the system paths present on this host."""
-    folders: list[str] = []
-    links: list[tuple[str, str]] = []
-    for p in SYSTEM_PATHS:
-        if os.path.islink(p):
-            links.append((p, os.readlink(p)))
-        elif os.path.isdir(p):
-            folders.append(p)
-    return folders, links
-
-
 def private_etc_files(etc: str = "/etc") -> list[str]:
     """Entries of ``/etc`` (one level) that others may not read: hidden inside the sandbox,
     where the agent's uid maps to the host user that owns them."""
@@ -128,113 +105,6 @@ def private_etc_files(etc: str = "/etc") -> list[str]:
     except OSError:
         return []
     return sorted(out)
-
-
-def _venv_root(path: str) -> str | None:
-    """The virtualenv holding ``path`` (a folder with ``pyvenv.cfg``), if any."""
-    cur = os.path.dirname(path)
-    while cur not in ("", "/"):
-        if os.path.isfile(os.path.join(cur, "pyvenv.cfg")):
-            return cur
-        cur = os.path.dirname(cur)
-    return None
-
-
-def _venv_home(venv: str) -> str | None:
-    """The base installation of a virtualenv (``home = .../bin`` in ``pyvenv.cfg``)."""
-    try:
-        text = Path(venv, "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip().startswith("/"):
-            return os.path.dirname(_norm(os.path.realpath(value.strip())))
-    return None
-
-
-def _node_prefix(path: str) -> str | None:
-    """The npm prefix or package root of a program under ``node_modules``."""
-    parts = path.split("/")
-    if "node_modules" not in parts:
-        return None
-    i = parts.index("node_modules")
-    root = "/".join(parts[:i]) or "/"
-    # <prefix>/lib/node_modules/... -> <prefix>
-    prefix = os.path.dirname(root) if os.path.basename(root) == "lib" else root
-    if prefix not in _TOO_WIDE:
-        return prefix
-    # Reached through a merged-/usr link (/bin/x -> ../lib/node_modules/...), the prefix is "/":
-    # show the package alone (node_modules/<name> or node_modules/@scope/<name>).
-    width = 3 if len(parts) > i + 2 and parts[i + 1].startswith("@") else 2
-    return "/".join(parts[:i + width])
-
-
-def _shebang(path: str) -> list[str]:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return []
-    if not head.startswith(b"#!"):
-        return []
-    return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-
-
-def _which(name: str, path_env: str) -> str | None:
-    for folder in path_env.split(os.pathsep):
-        if not folder:
-            continue
-        cand = os.path.join(folder, name)
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
-def install_tree(program: str, path_env: str, _depth: int = 0) -> list[str]:
-    """The folders an agent program needs read-only: its virtualenv (and that venv's base
-    installation), its npm prefix, or its own folder; then the same for the interpreter its
-    ``#!`` line names (``#!/usr/bin/env node`` resolved through ``path_env``)."""
-    found = program if "/" in program else _which(program, path_env)
-    if found is None:
-        return []
-    out: list[str] = []
-    hops = [_norm(found)]  # every link of a chain (bin/x -> ../lib/x -> ...) must resolve inside
-    while os.path.islink(hops[-1]) and len(hops) < 40:
-        hops.append(_norm(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
-    for candidate in dict.fromkeys([*hops, _norm(os.path.realpath(found))]):
-        tree = _venv_root(candidate)
-        if tree is not None:
-            out.append(tree)
-            home = _venv_home(tree)
-            if home:
-                out.append(home)
-            continue
-        tree = _node_prefix(candidate)
-        out.append(tree if tree else os.path.dirname(candidate))
-    if _depth < 2:
-        words = _shebang(_norm(os.path.realpath(found)))
-        if words:
-            interp = words[0]
-            if os.path.basename(interp) == "env" and len(words) > 1:
-                interp = next((w for w in words[1:] if not w.startswith("-")), "")
-            if interp:
-                out += install_tree(interp, path_env, _depth + 1)
-    return out
-
-
-def _minimal(paths: Iterable[str]) -> list[str]:
-    """Drop paths below another path of the list, and the system folders (bound anyway)."""
-    system = [p for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)]
-    uniq = sorted({_norm(p) for p in paths if p and os.path.exists(p)})
-    out: list[str] = []
-    for p in uniq:
-        if any(under(p, s) for s in system):
-            continue
-        if any(under(p, o) for o in out):
-            continue
-        out.append(p)
-    return out
 
 
 @dataclass
@@ -266,7 +136,7 @@ def build_policy(req: PolicyRequest) -> SandboxPolicy:
     wanted = list(req.readable)
     for prog in req.programs:
         wanted += install_tree(prog, req.path_env)
-    readable = [p for p in _minimal(wanted) if not any(under(p, w) for w in writable)]
+    readable = canonical_binds(wanted, inside=writable)
     hidden = sorted({_norm(h) for h in req.hidden})
     for h in hidden:
         for p in (*writable, *readable):
@@ -291,3 +161,7 @@ def build_policy(req: PolicyRequest) -> SandboxPolicy:
         purpose=req.purpose,
         sockets=tuple(_norm(p) for p in req.sockets),
     )
+
+
+__all__ = ["SANDBOX_GID", "SANDBOX_UID", "PolicyRequest", "SandboxPolicy", "build_policy",
+           "install_tree", "private_etc_files", "under"]

@@ -87,19 +87,11 @@ def copy_config(names: Sequence[str], *, home: Path, real_home: Path | None = No
 
 
 def path_dirs(path_env: str, hidden: Sequence[str]) -> list[str]:
-    """The folders of ``PATH`` a sandbox shows read-only, so that commands resolve inside as
-    outside: absolute, existing, not a whole-host folder, not holding or inside a hidden path."""
-    from ledger.sandbox.policy import _TOO_WIDE
+    """The folders of ``PATH`` a sandbox shows read-only, with the installation behind each
+    shim folder (``ledger.sandbox.paths.path_trees``)."""
+    from ledger.sandbox.paths import path_trees
 
-    out: list[str] = []
-    for entry in path_env.split(os.pathsep):
-        if not entry.startswith("/") or not os.path.isdir(entry):
-            continue
-        real = os.path.realpath(entry)
-        if real in _TOO_WIDE or any(under(real, h) or under(h, real) for h in hidden):
-            continue
-        out.append(real)
-    return out
+    return path_trees(path_env, hidden)
 
 
 def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[str],
@@ -128,7 +120,7 @@ def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequenc
 
     ``programs``: absolute test programs the task names (an imported task's virtualenv
     interpreter, ``--python``): their installation tree is readable too."""
-    from ledger.sandbox.policy import install_tree
+    from ledger.sandbox.paths import install_tree
 
     extra = [d for prog in programs for d in install_tree(prog, path_env)]
     return build_policy(PolicyRequest(

@@ -150,7 +150,7 @@ def test_install_tree_follows_every_link_of_a_chain(tmp_path: Path) -> None:
 def test_npm_program_reached_through_a_merged_usr_link_shows_its_package_not_the_host(
         tmp_path: Path) -> None:
     """/bin/x -> ../lib/node_modules/@s/p/cli.js: the prefix would be "/", so the package is shown."""
-    from ledger.sandbox.policy import _node_prefix
+    from ledger.sandbox.paths import _node_prefix
 
     assert _node_prefix("/lib/node_modules/@s/p/cli.js") == "/lib/node_modules/@s/p"
     assert _node_prefix("/lib/node_modules/p/bin/cli.js") == "/lib/node_modules/p"

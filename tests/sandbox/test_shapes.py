@@ -1,0 +1,202 @@
+"""Every ordinary agent shape (tests/sandbox/shapes.py) runs in the default sandbox as outside.
+
+One ``ledger run`` (a child process, so that its ``PATH`` and ``HOME`` are the test's) of every
+shape on the ``add-clamp`` smoke task, with a fake pyenv installation first on ``PATH``: its
+``shims/python3`` execs ``libexec/pyenv exec python3``, which reads the root's ``version`` file
+and execs ``versions/<v>/bin/python3`` (a wrapper of the real interpreter). The fake ``HOME``
+holds a script of its own and a file no sandbox may show. Each shape must have run (its own
+marker in the journal), passed and stayed CLEAN, in a bubblewrap sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.journal.journal import Journal
+from ledger.sandbox import probe_bwrap
+from tests.sandbox.shapes import SHAPES, Shape
+
+BWRAP_OK, BWRAP_WHY, _V = probe_bwrap()
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unusable: {BWRAP_WHY}")]
+
+LEDGER = [sys.executable, "-c", "from cli.main import main; main()"]
+REAL_PYTHON = os.path.realpath(sys.executable)
+
+
+def fake_pyenv(root: Path) -> Path:
+    """A pyenv-style installation at ``root``; returns its ``shims`` folder."""
+    version = "fake-3.11"
+    bin_dir = root / "versions" / version / "bin"
+    bin_dir.mkdir(parents=True)
+    (root / "libexec").mkdir()
+    (root / "shims").mkdir()
+    (root / "version").write_text(version + "\n")
+    _exe(bin_dir / "python3", f'#!/bin/sh\nexec {REAL_PYTHON} "$@"\n')
+    _exe(root / "libexec" / "pyenv", """#!/usr/bin/env bash
+set -e
+[ "$1" = exec ] || { echo "pyenv: only exec is faked" >&2; exit 1; }
+shift
+program="$1"; shift
+version="$(cat "$PYENV_ROOT/version")"
+exec "$PYENV_ROOT/versions/$version/bin/$program" "$@"
+""")
+    _exe(root / "shims" / "python3", f"""#!/usr/bin/env bash
+set -e
+export PYENV_ROOT="{root}"
+exec "{root}/libexec/pyenv" exec "python3" "$@"
+""")
+    return root / "shims"
+
+
+def _exe(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+@dataclass
+class Matrix:
+    tmp: Path
+    home: Path
+    summary: dict[str, Any]
+    spec_of: dict[str, str]  # shape -> the path that identifies its attempt
+    skipped: dict[str, str]  # shape -> why it could not be built here
+    entries: list[Any] = field(default_factory=list)
+    stderr: str = ""
+
+
+def _build(shape: Shape, tmp: Path, home: Path, cleanup: list[Path]) -> tuple[str, str]:
+    """(agent spec, unique token of its command line) for ``shape``; raises ``LookupError``
+    with the reason when this machine cannot build it."""
+    agents = tmp / "agents"
+    stem = f"{shape.name}-{uuid.uuid4().hex[:6]}" if shape.where == "tmp" else shape.name
+    if shape.kind == "static":
+        gcc = shutil.which("gcc")
+        if gcc is None:
+            raise LookupError("gcc is not installed (a static binary needs gcc -static)")
+        src = tmp / f"{shape.name}.c"
+        src.write_text(shape.c_source())
+        out = agents / shape.name
+        proc = subprocess.run([gcc, "-static", "-O1", "-o", str(out), str(src)],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise LookupError(f"gcc -static failed (no static libc?): {proc.stderr.strip()[:200]}")
+        return f"cmd:{out}", str(out)
+    if shape.kind == "venv":
+        venv = tmp / "venv"
+        subprocess.run([REAL_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True,
+                       timeout=120)
+        prog = venv / "bin" / shape.name
+        _exe(prog, f"#!{venv}/bin/python\n" + shape.body())
+        return f"cmd:{prog}", str(prog)
+    if shape.language == "node" and shutil.which("node") is None:
+        raise LookupError("node is not installed")
+    suffix = {"sh": ".sh", "py": ".py", "node": ".js"}[shape.language]
+    folder = {"agents": agents, "relative": agents, "tmp": Path("/tmp"), "home": home}[shape.where]
+    path = folder / (stem + suffix)
+    _exe(path, shape.body())
+    if shape.where == "tmp":
+        cleanup.append(path)
+    if shape.kind == "interp":
+        path.chmod(0o644)
+        return f"cmd:{shape.interpreter} {path}", str(path)
+    if shape.where == "relative":
+        return f"cmd:./agents/{path.name}", str(path)
+    return f"cmd:{path}", str(path)
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
+    tmp = tmp_path_factory.mktemp("shapes")
+    home = tmp / "home"
+    home.mkdir()
+    (home / "private-note.txt").write_text("operator's own file\n")
+    (tmp / "agents").mkdir()
+    shims = fake_pyenv(tmp / "pyenv")
+    cleanup: list[Path] = []
+    specs: list[str] = []
+    spec_of: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    try:
+        for shape in SHAPES:
+            try:
+                spec, token = _build(shape, tmp, home, cleanup)
+            except LookupError as why:
+                skipped[shape.name] = str(why)
+                continue
+            specs.append(spec)
+            spec_of[shape.name] = token
+        env = {**os.environ, "HOME": str(home),
+               "PATH": os.pathsep.join([str(shims), os.environ.get("PATH", os.defpath)])}
+        env.pop("PYENV_ROOT", None)
+        env.pop("PYENV_VERSION", None)
+        ledger = tmp / ".ledger"
+        args = [*LEDGER, "--ledger", str(ledger), "run", "--json", "--task", "add-clamp",
+                "--parallel", "2"]
+        for spec in specs:
+            args += ["--agent", spec]
+        proc = subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads(proc.stdout)
+        with Journal.open(ledger / "journal.db", readonly=True) as j:
+            entries = list(j.entries(run=summary["run"]))
+        yield Matrix(tmp, home, summary, spec_of, skipped, entries, proc.stderr)
+    finally:
+        for path in cleanup:
+            path.unlink(missing_ok=True)
+
+
+def _attempt_of(m: Matrix, shape: str) -> str:
+    token = m.spec_of[shape]
+    ids = [e.data["attempt"] for e in m.entries
+           if e.kind == "agent.started" and any(token in a for a in e.data["argv"])]
+    assert len(ids) == 1, (shape, ids)
+    return ids[0]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_shape_runs_passes_and_stays_clean_in_the_default_sandbox(matrix: Matrix,
+                                                                   shape: Shape) -> None:
+    """The agent ran (its own marker line reached the journal), in a bubblewrap sandbox, and
+    its attempt passed and is CLEAN."""
+    if shape.name in matrix.skipped:
+        pytest.skip(matrix.skipped[shape.name])
+    attempt = _attempt_of(matrix, shape.name)
+    started = next(e.data for e in matrix.entries
+                   if e.kind == "agent.started" and e.data["attempt"] == attempt)
+    assert started["isolation"] == "sandbox"
+    text = "".join(e.data.get("text", "") for e in matrix.entries
+                   if e.kind == "agent.output" and e.data["attempt"] == attempt)
+    marker = next((ln for ln in text.splitlines() if f"SHAPE-RAN {shape.name}" in ln), None)
+    assert marker is not None, (shape.name, text[-2000:])
+    assert shape.proves in marker, marker  # e.g. python3 came through the pyenv shim
+    row = next(r for r in matrix.summary["attempts"] if r["attempt"] == attempt)
+    assert (row["outcome"], row["attestation"]) == ("passed", "CLEAN"), (shape.name, row, text)
+
+
+def test_shims_bring_their_installation_and_never_the_home(matrix: Matrix) -> None:
+    """The pyenv shim brought the fake pyenv root read-only; neither the operator's home nor
+    any folder above it is shown, and the script in $HOME is shown as that file alone."""
+    pyenv = str((matrix.tmp / "pyenv").resolve())
+    home = str(matrix.home.resolve())
+    for e in matrix.entries:
+        if e.kind != "agent.started":
+            continue
+        shown = e.data["sandbox"]["readable"] + e.data["sandbox"]["writable"]
+        assert pyenv in e.data["sandbox"]["readable"]
+        assert not any(home == p or home.startswith(p.rstrip("/") + "/") for p in shown), shown
+    if "script-in-home" in matrix.spec_of:
+        started = next(e.data for e in matrix.entries if e.kind == "agent.started"
+                       and e.data["attempt"] == _attempt_of(matrix, "script-in-home"))
+        assert matrix.spec_of["script-in-home"] in started["sandbox"]["readable"]
