@@ -13,6 +13,7 @@ runs one suite against every implementation.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -26,6 +27,36 @@ DEFAULT_RUNNER = "ledger.run.attempt:run_attempt"
 # Stop one attempt, keep the worker: SIGUSR1 (cancelled), SIGUSR2 (interrupted).
 # SIGTERM: stop the attempt (interrupted) and the worker.
 STOP_SIGNALS = {"cancelled": signal.SIGUSR1, "interrupted": signal.SIGUSR2}
+SAFE_PATH_VAR = "PYTHONSAFEPATH"
+UNSET = "\0unset"  # PYTHONSAFEPATH was not set
+
+
+@contextlib.contextmanager
+def safe_import_path() -> Iterator[str]:
+    """While held, every Python interpreter this process starts (multiprocessing's forkserver,
+    resource tracker and spawned workers; Ray's local processes) starts with ``PYTHONSAFEPATH=1``:
+    no working directory and no script directory on its ``sys.path``, so a folder named
+    ``attest/``, ``cli/``, ``evaluators/`` or ``ledger/`` where the user runs ``ledger`` is never
+    imported by the harness. Yields the user's own value (for ``restore_import_path`` in the
+    worker, so what the agent and the task's commands inherit is the user's environment)."""
+    saved = os.environ.get(SAFE_PATH_VAR, UNSET)
+    os.environ[SAFE_PATH_VAR] = "1"
+    try:
+        yield saved
+    finally:
+        if saved == UNSET:
+            os.environ.pop(SAFE_PATH_VAR, None)
+        else:
+            os.environ[SAFE_PATH_VAR] = saved
+
+
+def restore_import_path(saved: str) -> None:
+    """In a worker started under ``safe_import_path``: put the user's own ``PYTHONSAFEPATH`` back
+    (the worker's ``sys.path`` is already made), so agents and task commands run as outside."""
+    if saved == UNSET:
+        os.environ.pop(SAFE_PATH_VAR, None)
+    else:
+        os.environ[SAFE_PATH_VAR] = saved
 
 
 @runtime_checkable

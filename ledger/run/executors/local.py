@@ -39,10 +39,13 @@ from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors.contract import (
     DEFAULT_RUNNER,
     STOP_SIGNALS,
+    UNSET,
     AttemptStopped,
     Stopper,
     finished_event,
     load_runner,
+    restore_import_path,
+    safe_import_path,
 )
 
 _POLL_S = 0.05
@@ -78,8 +81,10 @@ def _watch_parent(parent_pid: int) -> None:
     os._exit(3)
 
 
-def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUNNER) -> None:
+def worker_main(inbox: Any, out: Any, parent_pid: int, runner: str = DEFAULT_RUNNER,
+                user_safe_path: str = UNSET) -> None:
     """Entry point of a worker process: run plans from ``inbox`` until it yields None."""
+    restore_import_path(user_safe_path)  # started with a safe sys.path; agents get the user's env
     from ledger.run.workspace import drain_removals, remove_in_background
 
     run_attempt = load_runner(runner)
@@ -176,7 +181,8 @@ class LocalExecutor:
         self._ctx: Any = mp.get_context(start_method or default_start_method())
         if self._ctx.get_start_method() == "forkserver":
             self._ctx.set_forkserver_preload(["ledger.run.attempt", "ledger.run.executors.local"])
-        self._out: Any = self._ctx.Queue()
+        with safe_import_path():  # the resource tracker starts here
+            self._out: Any = self._ctx.Queue()
         self._workers: list[_Worker] = []
         self._pending: deque[AttemptPlan] = deque()
         self._outstanding: dict[str, AttemptPlan] = {}
@@ -286,12 +292,13 @@ class LocalExecutor:
                 worker.current = None
 
     def _start_worker(self) -> _Worker:
-        inbox = self._ctx.SimpleQueue()
-        process = self._ctx.Process(
-            target=worker_main, args=(inbox, self._out, os.getpid(), self.runner), daemon=True,
-            name="ledger-worker",
-        )
-        process.start()
+        with safe_import_path() as user_safe_path:  # the forkserver (or a spawned worker)
+            inbox = self._ctx.SimpleQueue()
+            process = self._ctx.Process(
+                target=worker_main, args=(inbox, self._out, os.getpid(), self.runner, user_safe_path),
+                daemon=True, name="ledger-worker",
+            )
+            process.start()
         worker = _Worker(process=process, inbox=inbox)
         self._workers.append(worker)
         return worker
