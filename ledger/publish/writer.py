@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,6 +296,8 @@ def _checkpoint_note(journal: Journal, signer: Any, size: int, root: bytes) -> s
         stored = journal.checkpoint(signer)  # signed, kept in the journal and checkpoints/
     if stored is None:  # the journal grew while this publish ran: sign the size published
         stored = sign_checkpoint(Checkpoint(signer.key_name, size, root), signer.signer)
+        if not journal.store.add_checkpoint(size, stored, time.time_ns()):
+            stored = dict(journal.store.checkpoints())[size]
     cosigned = journal.cosigned_note(size)
     return merge_signatures(stored, cosigned) if cosigned else stored
 

@@ -390,3 +390,23 @@ def test_monitor_json_and_follow(published: Path, keys: KeyRing, tmp_path: Path)
     assert len(docs) == 2 and docs[0]["previous_size"] is None and docs[1]["previous_size"] == docs[0]["size"]
     code, _o, err = invoke(tmp_path, "monitor", str(published), "--vkey", keys.verifier.vkey, "--interval", "0")
     assert code == 2
+
+
+def test_cli_publish_serve_and_witness_errors_are_one_line(ledger: Path, tmp_path: Path) -> None:
+    """Usage errors: exit 2 and one line on stderr, nothing written."""
+    cases = [
+        (["publish", str(tmp_path / "p"), "--witness", "http://127.0.0.1:9"], "give one key per witness"),
+        (["publish", str(tmp_path / "p"), "--public", "a", "--withhold", "b"], "not both"),
+        (["serve", str(tmp_path / "p")], "no published log"),
+        (["monitor", str(tmp_path / "nowhere"), "--vkey", "x+00000000+AQ=="], "public key must be 32 bytes"),
+    ]
+    for args, message in cases:
+        code, _out, err = invoke(ledger, *args)
+        assert code == 2 and err.count("\n") == 1 and message in err, (args, err)
+    assert not (tmp_path / "p").exists()
+    code, out, err = invoke(ledger, "publish", str(tmp_path / "p"))
+    assert code == 0 and out.startswith("published example.test/ledger to ") and "0 -> 657 entries, 8 file(s) written" in out
+    code, _out, err = invoke(ledger, "serve", str(tmp_path / "p"), "--host", "0.0.0.0")
+    assert code == 2 and "not a loopback address" in err
+    code, _out, err = invoke(ledger, "witness", "serve", "--log-vkey", "x+00000000+AQ==")
+    assert code == 2 and err.count("\n") == 1
