@@ -127,7 +127,14 @@ def _parse_proof(proof: Mapping[str, Any]) -> tuple[int, int, list[bytes]]:
 def cosign(w: Witness, note: str, log_verifier: Verifier, *, proof: Mapping[str, Any] | None = None,
            now: Callable[[], float] = time.time) -> tuple[str, Checkpoint]:
     """Check the log's signature and consistency with the last checkpoint this witness cosigned
-    for the log; return the note with this witness's cosignature line added (and remember it)."""
+    for the log; return the note with this witness's cosignature line added (and remember it).
+    The state is read and written under the same lock as ``add_checkpoint``'s."""
+    with _StateLock(w.folder):
+        return _cosign_locked(w, note, log_verifier, proof, now)
+
+
+def _cosign_locked(w: Witness, note: str, log_verifier: Verifier, proof: Mapping[str, Any] | None,
+                   now: Callable[[], float]) -> tuple[str, Checkpoint]:
     cp = open_checkpoint(note, log_verifier)
     state_path = _state_path(w, cp.origin)
     if state_path.exists():
