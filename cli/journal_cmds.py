@@ -40,6 +40,8 @@ def _parse_json_object(text: str, where: str) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError:
+        raise MalformedInput(f"{where}: not valid JSON (nested too deeply)") from None
     if not isinstance(obj, dict):
         raise MalformedInput(f"{where}: expected a JSON object")
     return obj

@@ -114,6 +114,9 @@ class LedgerGroup(click.Group):
                 traceback.print_exc()
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except RecursionError:  # a parser met input nested deeper than Python's stack
+            click.echo("error: input nested too deeply to read", err=True)
+            sys.exit(2)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)

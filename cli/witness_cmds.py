@@ -67,6 +67,8 @@ def witness_cosign(ctx: Ctx, note_file: str, log_vkey: str, proof_file: str | No
             proof = json.loads(_text(proof_file, "proof"))
         except json.JSONDecodeError as exc:
             raise MalformedInput(f"{proof_file}: not JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise MalformedInput(f"{proof_file}: not JSON (nested too deeply)") from None
     note, cp = cosign(load_witness(_folder(witness_dir)), _text(note_file, "checkpoint note"),
                       verifier, proof=proof)
     if out:

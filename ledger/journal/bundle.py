@@ -77,6 +77,8 @@ def load_bundle_bytes(raw: bytes) -> dict[str, Any]:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MalformedInput(f"bundle is not JSON: {exc}") from exc
+    except RecursionError:
+        raise MalformedInput("bundle is not usable JSON: nested too deeply") from None
     if not isinstance(obj, dict) or obj.get("format") != BUNDLE_FORMAT:
         raise MalformedInput("not an eval-ledger bundle (format field missing or wrong)")
     if obj.get("version") not in (BUNDLE_VERSION, RUN_BUNDLE_VERSION):

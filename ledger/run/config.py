@@ -249,6 +249,8 @@ def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MalformedInput(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise MalformedInput(f"{where}: invalid TOML: nested too deeply") from None
     # [publish] is the disclosure policy of `ledger publish` (ledger.publish.writer.make_policy)
     unknown = sorted(set(raw) - {"run", "agents", "publish"})
     if unknown:

@@ -128,6 +128,9 @@ def load_pricing(user_file: Path | None = None) -> dict[str, Price]:
         raise MalformedInput(f"{path}: cannot read: {exc}") from None
     try:
         raw = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except RecursionError:
+        raise MalformedInput(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: "
+                             "nested too deeply") from None
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise MalformedInput(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {exc}") from None
     prices.update(parse_pricing(raw, str(path)))

@@ -253,7 +253,7 @@ def read_reward(folder: Path, name: str) -> tuple[float | None, str]:
     if name.endswith(".json"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None, f"{name} is not JSON"
         if not isinstance(data, dict):
             return None, f"{name} is not a JSON map"

@@ -119,15 +119,15 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             continue
         try:
             yield n, json.loads(line)
-        except ValueError:
-            raise MalformedInput(f"{path}: line {n} is not JSON") from None
+        except (ValueError, RecursionError):
+            raise MalformedInput(f"{path}: line {n} is not JSON (or is nested too deeply)") from None
 
 
 def _id_list(value: Any) -> list[str] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return None
@@ -341,6 +341,8 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
             dockerfile = env_dir / "Dockerfile"
     except (OSError, UnicodeDecodeError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
         return skip(f"unreadable task configuration: {type(exc).__name__}")
+    except RecursionError:
+        return skip("unreadable task configuration: nested too deeply")
     if not isinstance(instruction, str) or not instruction.strip():
         return skip("no instruction")
     tests_src = src / "tests"

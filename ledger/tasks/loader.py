@@ -141,6 +141,8 @@ def _load_yaml(text: str, where: Path, *, line_offset: int = 0) -> Any:
         at = f" (line {mark.line + 1 + line_offset})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise TaskError(f"{where}: invalid YAML{at}: {problem}") from None
+    except RecursionError:  # the pure-Python loader (no libyaml) on a deeply nested document
+        raise TaskError(f"{where}: invalid YAML: nested too deeply") from None
 
 
 # --------------------------------------------------------------------------- files and hash

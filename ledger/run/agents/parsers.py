@@ -67,7 +67,7 @@ class JsonLinesParser:
             return []
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply: not an event either
             return []
         items = obj if isinstance(obj, list) else [obj]
         events: list[Event] = []
