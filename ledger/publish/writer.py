@@ -19,6 +19,7 @@ import fnmatch
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,21 +109,25 @@ class PublishResult:
 
 
 class _Out:
-    """Writes files under the directory, each through a temporary name and a rename."""
+    """Writes files under the directory, each through a temporary name and a rename.
+
+    Creating a file costs milliseconds on some file systems and most of it is waiting, so the
+    files are written by a few threads; ``drain`` waits for all of them (and raises the first
+    error) before the checkpoint is written, in the calling thread, last.
+    """
+
+    WORKERS = 4
 
     def __init__(self, root: Path, written: list[str]) -> None:
         self.root = root
         self.written = written
         self._dirs: set[Path] = set()
         self._tmp = f".tmp.{os.getpid()}"
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
 
-    def put(self, rel: str, data: bytes, *, sync: bool = False) -> None:
-        path = self.root / rel
-        parent = path.parent
-        if parent not in self._dirs:
-            parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(parent)
-        tmp = parent / f"{path.name}{self._tmp}"
+    def _write(self, path: Path, data: bytes, sync: bool) -> None:
+        tmp = path.parent / f"{path.name}{self._tmp}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
@@ -133,7 +138,39 @@ class _Out:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+
+    def put(self, rel: str, data: bytes, *, sync: bool = False) -> None:
+        path = self.root / rel
+        parent = path.parent
+        if parent not in self._dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(parent)
+        if sync:
+            self.drain()
+            self._write(path, data, True)
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.WORKERS, thread_name_prefix="publish")
+            self._pending.append(self._pool.submit(self._write, path, data, False))
+            if len(self._pending) > 256:
+                self._settle(128)
         self.written.append(rel)
+
+    def _settle(self, keep: int) -> None:
+        """Wait for all but the last ``keep`` files put."""
+        cut = max(len(self._pending) - keep, 0)
+        done, self._pending = self._pending[:cut], self._pending[cut:]
+        for f in done:
+            f.result()
+
+    def drain(self) -> None:
+        """Wait for every file put so far; raise the first error."""
+        self._settle(0)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 def read_published(directory: Path, verifier: Verifier) -> tuple[Checkpoint, str] | None:
@@ -189,7 +226,17 @@ def publish(journal: Journal, directory: Path, signer: Any, *, policy: Policy = 
                            policy=policy.as_dict())
     out = _Out(directory, result.written)
     directory.mkdir(parents=True, exist_ok=True)
+    try:
+        _publish_into(journal, out, signer, verifier, previous, old_size, size, head_root, policy,
+                      witnesses, submit, result)
+    finally:
+        out.close()
+    return result
 
+
+def _publish_into(journal: Journal, out: _Out, signer: Any, verifier: Verifier, previous: Any, old_size: int,
+                  size: int, head_root: bytes, policy: Policy, witnesses: Sequence[tuple[str, Verifier]],
+                  submit: Submit | None, result: PublishResult) -> None:
     start = (old_size >> layout.TILE_HEIGHT) << layout.TILE_HEIGHT
     leaves = _write_bundles(journal, out, start, old_size, size, policy, result)
 
@@ -213,9 +260,9 @@ def publish(journal: Journal, directory: Path, signer: Any, *, policy: Policy = 
         else:
             submit_fn = submit
         note = _cosign(journal, note, size, old_size, verifier, witnesses, submit_fn, result)
+    out.drain()  # every tile and bundle is in place before the checkpoint names them
     if previous is None or previous[1] != note or old_size != size:
         out.put(CHECKPOINT, note.encode("utf-8"), sync=True)
-    return result
 
 
 def _write_bundles(journal: Journal, out: _Out, start: int, old_size: int, size: int, policy: Policy,
