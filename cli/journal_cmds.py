@@ -342,10 +342,14 @@ def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: st
     from ledger.journal.bundle import export_bundle
     from ledger.journal.keys import load_keys
 
+    from cli.reading import Reader
+
+    reader = Reader(ctx.home, unverified=False)  # what is sent elsewhere is checked first
     if fmt == "inspect":
         from ledger.view.write import write_inspect
 
-        info_i = write_inspect(ctx.home.journal_path, run_arg or run_opt, Path(out))
+        info_i = write_inspect(ctx.home.journal_path, run_arg or run_opt, Path(out),
+                               read=reader.entries)
         if as_json:
             emit_json(info_i)
         else:
@@ -357,6 +361,10 @@ def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: st
     with open_journal(ctx) as j:
         prefix = run_arg or run_opt
         run = j.resolve_run(prefix) if prefix else None
+        if run is None:
+            j.verify(verifier=keys_ring.verifier)
+        else:
+            reader.entries(j, run)
         bundle = export_bundle(j, keys_ring, run=run)
     Path(out).write_text(json.dumps(bundle, sort_keys=True) + "\n", encoding="utf-8")
     info = {"out": out, "run": bundle["run"], "entries": len(bundle["entries"]),

@@ -11,6 +11,7 @@ import click
 
 from cli.journal_cmds import resolve_verifier
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.reading import Reader, unverified_option
 from cli.table import grid as _table
 from evaluators.compare import COMPONENTS, compare
 from evaluators.registry import by_name, replay_run
@@ -41,9 +42,10 @@ class _Tracked:
             yield e
 
 
-def _views(j: Journal, run_prefix: str | None) -> tuple[dict[str, Any], int | None]:
+def _views(j: Journal, run_prefix: str | None, reader: Reader) -> tuple[dict[str, Any], int | None]:
+    """The views of one run from its entries, verified by ``reader`` first (cli/reading.py)."""
     run_id = j.resolve_run(run_prefix)
-    tracked = _Tracked(j.entries(run=run_id))
+    tracked = _Tracked(iter(reader.entries(j, run_id)))
     return compute_views(tracked, run_id), tracked.last_seq
 
 
@@ -130,33 +132,55 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
 @json_option
 @click.option("--format", "fmt", type=click.Choice(["text", "md"]), default="text",
               help="Text table (default) or Markdown.")
+@unverified_option
 @pass_ctx
-def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str) -> None:
+def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str, unverified: bool) -> None:
     """Composite score, the five components, per-tier and per-agent tables, cost, checkpoint."""
     if as_json and fmt != "text":
         raise UsageError("use either --json or --format, not both")
+    reader = Reader(ctx.home, unverified=unverified)
     with _open(ctx) as j:
-        v, last_seq = _views(j, run_prefix)
+        v, last_seq = _views(j, run_prefix, reader)
         checkpoint = _checkpoint(j, last_seq)
     if as_json:
-        emit_json({**v, "checkpoint": checkpoint})
+        emit_json({**v, "checkpoint": checkpoint, "verification": reader.reading.as_dict()})
     else:
+        _banner(reader)
         click.echo(render_report(v, checkpoint, fmt == "md"))
+        _verified_line(reader)
+
+
+def _banner(reader: Reader) -> None:
+    """Above a page shown unverified: what failed."""
+    if not reader.reading.verified:
+        click.echo(reader.reading.line())
+        click.echo("")
+
+
+def _verified_line(reader: Reader) -> None:
+    """Below a page: what it was verified against (the banner stands above an unverified one)."""
+    if reader.reading.verified:
+        click.echo("")
+        click.echo(reader.reading.line())
 
 
 @click.command("failures")
 @RUN_ARG
 @json_option
+@unverified_option
 @pass_ctx
-def failures_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool) -> None:
+def failures_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, unverified: bool) -> None:
     """Failure taxonomy: each failed attempt with its category and details, and counts."""
+    reader = Reader(ctx.home, unverified=unverified)
     with _open(ctx) as j:
-        v, _ = _views(j, run_prefix)
+        v, _ = _views(j, run_prefix, reader)
     counts = v["taxonomy"]["counts"]
     if as_json:
         emit_json({"run_id": v["run_id"], "status": v["status"], "failures": v["failures"],
-                   "counts": counts, "priority": v["taxonomy"]["priority"]})
+                   "counts": counts, "priority": v["taxonomy"]["priority"],
+                   "verification": reader.reading.as_dict()})
         return
+    _banner(reader)
     click.echo(f"Run {v['run_id']} ({v['status']}): {len(v['failures'])} failed of "
                f"{v['counts']['attempts']} attempt(s)")
     if v["failures"]:
@@ -169,26 +193,31 @@ def failures_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool) -> None:
     for line in _table(["category", "count"],
                        [[k, str(counts[k])] for k in v["taxonomy"]["priority"]], False):
         click.echo(line)
+    _verified_line(reader)
 
 
 @click.command("compare")
 @click.argument("run_a", metavar="RUN_A")
 @click.argument("run_b", metavar="RUN_B")
 @json_option
+@unverified_option
 @pass_ctx
-def compare_cmd(ctx: Ctx, run_a: str, run_b: str, as_json: bool) -> None:
+def compare_cmd(ctx: Ctx, run_a: str, run_b: str, as_json: bool, unverified: bool) -> None:
     """Score and component deltas from RUN_A to RUN_B, tasks newly passing and failing."""
+    reader = Reader(ctx.home, unverified=unverified)
     with _open(ctx) as j:
-        va, _ = _views(j, run_a)
-        vb, _ = _views(j, run_b)
+        va, _ = _views(j, run_a, reader)
+        vb, _ = _views(j, run_b, reader)
     d = compare(va, vb)
     if as_json:
-        emit_json(d)
+        emit_json({**d, "verification": reader.reading.as_dict()})
         return
     for w in d["warnings"]:
         click.echo(f"warning: {w}", err=True)
+    _banner(reader)
     for line in render_compare(d):
         click.echo(line)
+    _verified_line(reader)
 
 
 def render_compare(d: dict[str, Any]) -> list[str]:
@@ -215,8 +244,9 @@ def render_compare(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def compare_with_previous(j: Journal, run_id: str) -> dict[str, Any] | None:
-    """Compare a run with the latest earlier run of the same task set (None when there is none)."""
+def compare_with_previous(j: Journal, run_id: str, reader: Reader) -> dict[str, Any] | None:
+    """Compare a run with the latest earlier run of the same task set (None when there is none),
+    both read through ``reader``."""
     runs = j.runs()
     ids = [r.run_id for r in runs]
     if run_id not in ids:
@@ -230,8 +260,8 @@ def compare_with_previous(j: Journal, run_id: str) -> dict[str, Any] | None:
     for r in runs[ids.index(run_id) + 1:]:
         if r.config.get("kind") == "bench" or task_set(r.run_id) != want:
             continue
-        va, _ = _views(j, r.run_id)
-        vb, _ = _views(j, run_id)
+        va, _ = _views(j, r.run_id, reader)
+        vb, _ = _views(j, run_id, reader)
         return compare(va, vb)
     return None
 

@@ -214,11 +214,18 @@ _NO_COMPARE: dict[str, Any] = {}
 
 
 def _compare_previous(ctx: Ctx, run_id: str) -> dict[str, Any] | None:
+    from cli.reading import Reader
     from cli.report_cmds import compare_with_previous
+    from ledger.errors import VerificationError
     from ledger.journal.journal import Journal
 
     with Journal.open(ctx.home.journal_path, readonly=True) as j:
-        return compare_with_previous(j, run_id)
+        try:
+            return compare_with_previous(j, run_id, Reader(ctx.home, unverified=False))
+        except VerificationError as exc:
+            click.echo(f"warning: no comparison with the previous run: it does not verify ({exc})",
+                       err=True)
+            return None
 
 
 def _render(summary: RunSummary, as_json: bool, *, saved: bool,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.reading import Reader, unverified_option
 from ledger.errors import NotFound, UsageError
 
 DEFAULT_PORT = 8765
@@ -29,9 +31,10 @@ def _need_journal(ctx: Ctx) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
               help="Port for --serve (0 picks a free one).")
 @json_option
+@unverified_option
 @pass_ctx
 def view_cmd(ctx: Ctx, runs: tuple[str, ...], output: Path | None, open_browser: bool,
-             serve: bool, port: int, as_json: bool) -> None:
+             serve: bool, port: int, as_json: bool, unverified: bool) -> None:
     """Write one self-contained HTML report (no network) of RUN (default: the latest run).
 
     Several runs are shown side by side; with two, a paired comparison of their common tasks.
@@ -42,17 +45,26 @@ def view_cmd(ctx: Ctx, runs: tuple[str, ...], output: Path | None, open_browser:
             raise UsageError("--serve writes no file: leave out -o and --open")
         from ledger.view.serve import serve_reports
 
+        def reading() -> tuple[Any, Any]:
+            reader = Reader(ctx.home, unverified=unverified)
+            return reader.entries, lambda: (reader.reading.verified, reader.reading.line())
+
         serve_reports(ctx.home.journal_path, list(runs), port=port, refresh_s=REFRESH_S,
-                      ready=lambda url: click.echo(f"serving {url} (Ctrl-C stops)", err=True))
+                      ready=lambda url: click.echo(f"serving {url} (Ctrl-C stops)", err=True),
+                      reading=reading)
         return
     from ledger.view.write import write_report
 
-    result = write_report(ctx.home.journal_path, list(runs), output or Path("report.html"))
+    reader = Reader(ctx.home, unverified=unverified)
+    result = write_report(ctx.home.journal_path, list(runs), output or Path("report.html"),
+                          read=reader.entries,
+                          verification=lambda: (reader.reading.verified, reader.reading.line()))
     if as_json:
-        emit_json(result)
+        emit_json({**result, "verification": reader.reading.as_dict()})
     else:
         click.echo(f"wrote {result['path']} ({result['size_bytes']} bytes, "
                    f"{result['attempts']} attempt(s) of {len(result['runs'])} run(s))")
+        click.echo(reader.reading.line())
     if open_browser:
         webbrowser.open(Path(result["path"]).resolve().as_uri())
 

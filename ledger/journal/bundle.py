@@ -102,9 +102,9 @@ def check_run_complete(entries: Sequence[Entry], run: str) -> None:
                                 seq=mine[-1].seq)
 
 
-def check_run_entries(entries: Sequence[Entry], run: str) -> bool:
+def check_run_entries(entries: Sequence[Entry], run: str, *, check: str = "bundle-incomplete") -> bool:
     """Every ``run.finished`` of ``run`` that records ``entries`` (the digest of the run's entries
-    before it) must be made by exactly the entries given; ``bundle-incomplete`` otherwise.
+    before it) must be made by exactly the entries given; ``check`` fails otherwise.
     Returns whether the final one recorded it (False: a run recorded before the digest existed,
     whose completeness this cannot prove)."""
     digest = merkle.RunDigest()
@@ -117,7 +117,7 @@ def check_run_entries(entries: Sequence[Entry], run: str) -> bool:
             recorded = isinstance(claimed, dict)
             if recorded and claimed != digest.as_data():
                 raise VerificationError(
-                    "bundle-incomplete", f"run {run}'s entries before its run.finished are not "
+                    check, f"run {run}'s entries before its run.finished are not "
                     "the ones it recorded (an entry of the run is missing or added)", seq=e.seq,
                     expected=str(claimed), computed=str(digest.as_data()))
         if merkle.in_run_digest(e.kind):

@@ -400,6 +400,37 @@ class Store:
             raise KeyError(f"tiles ({tile_level - 1}, {lo}..{hi - 1}) are missing or malformed")
         return [r[1] for r in rows]
 
+    def check_sound(self) -> None:
+        """Before a writer appends: SQLite's own page check (``PRAGMA quick_check``) and a tree
+        head that is readable. ``JournalUnreadable`` (one line, with what to do) otherwise, so a
+        damaged file is never appended to."""
+        try:
+            problems = [r[0] for r in self._conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if problems == ["ok"]:
+                self.head()
+                return
+            detail = "; ".join(" ".join(str(p).replace("*", "").split()) for p in problems)
+        except (sqlite3.DatabaseError, JournalFormatError) as exc:
+            detail = str(exc)
+        raise JournalUnreadable(
+            f"the journal {self.path} is damaged ({detail}); nothing was appended. `ledger verify` "
+            "names the first bad entry; keep the file as it is, and run on a new journal "
+            "(`--ledger NEWDIR`) or on a copy restored from a backup")
+
+    def leaf_level(self, size: int) -> bytes:
+        """The leaf hashes of entries 0..size-1, packed 32 bytes per seq: read from the stored
+        level-0 tiles where they are full, hashed from the entries' bytes on the right edge.
+        ``KeyError`` when a tile or entry is missing or malformed."""
+        h = self.tile_height
+        full = size >> h
+        tile_bytes = HASH_SIZE << h
+        rows = self._conn.execute("SELECT idx, CAST(hashes AS BLOB) FROM tiles WHERE level = 0 "
+                                  "AND idx < ? ORDER BY idx", (full,)).fetchall()
+        if ([r[0] for r in rows] != list(range(full))
+                or any(type(r[1]) is not bytes or len(r[1]) != tile_bytes for r in rows)):
+            raise KeyError(f"level-0 tiles 0..{full - 1} are missing or malformed")
+        return b"".join([*(r[1] for r in rows), *self._level_hashes(0, full << h, size)])
+
     def add_checkpoint(self, size: int, note: str, ts: int) -> bool:
         """Record a signed checkpoint; False when one for that size exists already."""
         with self._write_tx() as c:
@@ -698,7 +729,7 @@ def _split_sql(script: str) -> list[str]:
     return out
 
 
-for _name in ("append", "add_checkpoint", "fetch_nodes", "head", "rows", "run_level_rows",
+for _name in ("append", "add_checkpoint", "fetch_nodes", "head", "rows", "run_level_rows", "leaf_level",
               "find_leaf", "body_rows", "misfiled_body", "span_rows", "tile_levels", "level_tiles",
               "all_tiles", "all_heads", "run_rows", "checkpoints", "misfiled_checkpoint",
               "entry_count"):

@@ -560,6 +560,7 @@ def execute_run(
     keys = load_or_init_keys(home.keys_dir)
     journal = Journal.open(home.journal_path, create=True, harness=True)
     try:
+        journal.store.check_sound()
         if request.resume:
             plan, unreported = resume_plan(source, journal, request, cfg)
             coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,

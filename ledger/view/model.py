@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaluators.compare import BOOTSTRAP_SEED
 from evaluators.explore import RunReport, explore, fold_report
+from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 
 
@@ -30,11 +31,19 @@ def _bench_view(entries: Sequence[Any]) -> dict[str, Any] | None:
     return leaderboard_from_entries(entries)
 
 
-def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTRAP_SEED
-                ) -> RunReport:
+Read = Callable[[Journal, str], list[Entry]]
+"""How a run's entries are read: verified first (cli/reading.py), or as stored (the default)."""
+
+
+def as_stored(journal: Journal, run_id: str) -> list[Entry]:
+    return list(journal.entries(run=run_id))
+
+
+def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTRAP_SEED,
+                read: Read = as_stored) -> RunReport:
     """The report model of one run (RUN defaults to the latest; a unique prefix is accepted)."""
     run_id = journal.resolve_run(run_prefix)
-    entries = list(journal.entries(run=run_id))
+    entries = read(journal, run_id)
     folded = fold_report(entries, run_id)
     last_seq = entries[-1].seq if entries else None
     return explore(entries, run_id, views=folded.views,
@@ -42,8 +51,8 @@ def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTR
                    bench=_bench_view(entries), seed=seed, folded=folded)
 
 
-def load_reports(journal: Journal, run_prefixes: Sequence[str], *, seed: int = BOOTSTRAP_SEED
-                 ) -> list[RunReport]:
+def load_reports(journal: Journal, run_prefixes: Sequence[str], *, seed: int = BOOTSTRAP_SEED,
+                 read: Read = as_stored) -> list[RunReport]:
     """One report per named run, in the order given (the latest run when none is named)."""
     prefixes: Sequence[str | None] = list(run_prefixes) or [None]
-    return [load_report(journal, p, seed=seed) for p in prefixes]
+    return [load_report(journal, p, seed=seed, read=read) for p in prefixes]

@@ -7,15 +7,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ledger.errors import LedgerError
-from ledger.view.write import build_page
+from ledger.view.model import Read, as_stored
+from ledger.view.write import Verification, build_page
 
 HOST = "127.0.0.1"  # never another interface: the page shows diffs and transcripts
 
 
-def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s: int
-                ) -> ThreadingHTTPServer:
+Reading = Callable[[], tuple[Read, Verification]]
+"""A fresh reader per request: how the runs are read, and what their verification says."""
+
+
+def _as_stored() -> tuple[Read, Verification | None]:
+    return as_stored, None
+
+
+def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s: int,
+                reading: Reading | None = None) -> ThreadingHTTPServer:
     """A server for the page (not started); the page reloads every ``refresh_s`` s while any
-    shown run is unfinished."""
+    shown run is unfinished; each request reads (and verifies) the journal anew."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
@@ -23,9 +32,12 @@ def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s
                 self.send_error(404)
                 return
             try:
-                page, reports = build_page(journal_path, runs)
+                read, verification = (reading or _as_stored)()
+                page, reports = build_page(journal_path, runs, read=read,
+                                           verification=verification)
                 if any(r.views["status"] != "finished" for r in reports):
-                    page, _ = build_page(journal_path, runs, refresh_s=refresh_s)
+                    page, _ = build_page(journal_path, runs, refresh_s=refresh_s, read=read,
+                                         verification=verification)
                 body, status = page.encode("utf-8"), 200
             except LedgerError as exc:
                 body, status = f"error: {exc}".encode(), 500
@@ -44,9 +56,9 @@ def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s
 
 
 def serve_reports(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s: int,
-                  ready: Callable[[str], None]) -> None:
+                  ready: Callable[[str], None], reading: Reading | None = None) -> None:
     """Serve until interrupted."""
-    server = make_server(journal_path, runs, port=port, refresh_s=refresh_s)
+    server = make_server(journal_path, runs, port=port, refresh_s=refresh_s, reading=reading)
     ready(f"http://{HOST}:{server.server_address[1]}/")
     try:
         server.serve_forever()

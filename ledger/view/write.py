@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ledger.journal.journal import Journal
 from ledger.view.html import page_size, render_html
-from ledger.view.model import load_reports
+from ledger.view.model import Read, as_stored, load_reports
 
 
-def build_page(journal_path: Path, runs: Sequence[str], *, refresh_s: int | None = None
+Verification = Callable[[], tuple[bool, str]]
+"""After the runs were read: whether they verified, and the line that says so (or what failed)."""
+
+
+def build_page(journal_path: Path, runs: Sequence[str], *, refresh_s: int | None = None,
+               read: Read = as_stored, verification: Verification | None = None
                ) -> tuple[str, list[Any]]:
-    """The page (and the report models) of ``runs`` read from the journal at ``journal_path``."""
+    """The page (and the report models) of ``runs`` read from the journal at ``journal_path``
+    through ``read`` (verified by cli/reading.py, or as stored)."""
     with Journal.open(journal_path, readonly=True) as journal:
-        reports = load_reports(journal, runs)
-    return render_html(reports, refresh_s=refresh_s), reports
+        reports = load_reports(journal, runs, read=read)
+    return render_html(reports, refresh_s=refresh_s,
+                       verification=verification() if verification else None), reports
 
 
-def write_report(journal_path: Path, runs: Sequence[str], output: Path) -> dict[str, Any]:
+def write_report(journal_path: Path, runs: Sequence[str], output: Path, *, read: Read = as_stored,
+                 verification: Verification | None = None) -> dict[str, Any]:
     """Write the page atomically (a temporary file renamed into place); what was written."""
-    page, reports = build_page(journal_path, runs)
+    page, reports = build_page(journal_path, runs, read=read, verification=verification)
     data = page.encode("utf-8")
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
@@ -33,13 +41,14 @@ def write_report(journal_path: Path, runs: Sequence[str], output: Path) -> dict[
             "content_digests": {r.run_id: r.content_digest for r in reports}}
 
 
-def write_inspect(journal_path: Path, run: str | None, output: Path) -> dict[str, Any]:
+def write_inspect(journal_path: Path, run: str | None, output: Path, *,
+                  read: Read = as_stored) -> dict[str, Any]:
     """Write RUN as an Inspect AI ``.eval`` log (see ledger/view/inspect_export.py)."""
     from ledger.view.inspect_export import write_eval
     from ledger.view.model import load_report
 
     with Journal.open(journal_path, readonly=True) as journal:
-        report = load_report(journal, run)
+        report = load_report(journal, run, read=read)
 
         def proof(seq: int, size: int) -> dict[str, Any] | None:
             if size > journal.size:

@@ -40,8 +40,12 @@ def build(run: str = RUN, *, tasks: int = 3, repeats: int = 2,
 
 
 def write(home: Path, b: RunBuilder) -> Path:
-    """Append the builder's entries (and the recorded view) to ``home``/journal.db."""
+    """Append the builder's entries (and the recorded view) to ``home``/journal.db and sign a
+    checkpoint, as a run ends (readers verify against it)."""
+    from ledger.journal.keys import load_or_init_keys
+
     with Journal.open(home / "journal.db", create=True, harness=True) as j:
         j.append_many([(e.kind, e.data, e.run, e.task) for e in b.entries])
         j.append("view.recorded", recorded_view_data(j.entries(run=b.run), b.run), run=b.run)
+        j.checkpoint(load_or_init_keys(home / "keys"))
     return home
