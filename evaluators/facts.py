@@ -66,6 +66,8 @@ class AttemptFacts:
     hidden_ran: bool
     hidden_passed: bool
     hidden_counts: dict[str, int]
+    hidden_outcomes: str | None  # "reporter" | "exit-code" | "reward-file"; None: not recorded
+    grading_anomalies: list[str]  # reason codes (evaluators/grading.py), sorted, unique
     baseline_ran: bool
     regression_ran: bool
     regressions: list[str]  # PASS_TO_PASS tests that passed before and do not pass after
@@ -178,10 +180,13 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
     regressions = _regressions(a.baseline, a.regression)
     signals_passed = sum(1 for ok in a.signals.values() if ok)
     hidden_passed = _suite_passed(a.hidden)
+    anomalies = sorted(set(a.grading_anomalies))
     passed = (a.status == "completed" and hidden_passed
               and signals_passed == len(a.signals) and not regressions
-              and not (a.baseline is not None and a.regression is None))
+              and not (a.baseline is not None and a.regression is None) and not anomalies)
     reasons: list[str] = []
+    if anomalies:
+        reasons.append("grading_anomaly")
     if regressions:
         reasons.append("test_regression")
     if a.attestation == "DIRTY":
@@ -198,6 +203,8 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         budget_cost_usd=task.max_cost_usd if task is not None else None,
         signals_total=len(a.signals), signals_passed=signals_passed,
         hidden_ran=a.hidden is not None, hidden_passed=hidden_passed, hidden_counts=hidden_counts,
+        hidden_outcomes=a.hidden.source if a.hidden is not None else None,
+        grading_anomalies=anomalies,
         baseline_ran=a.baseline is not None, regression_ran=a.regression is not None,
         regressions=regressions, diff_recorded=a.diff_recorded, changed_files=changed,
         changed_lines=changed_lines, conflict=a.conflict_markers or a.apply_failed or patch_conflict,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.grading import signal_verdict, suite_verdict
 from evaluators.structure import Finding, trusted
 from ledger.journal.codec import Entry
 
@@ -24,7 +25,7 @@ KNOWN_KINDS = frozenset({
     "fs.read.summary", "fs.write", "proc.exec", "net.connect", "tool.call", "tool.result",
     "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
-    "grading",
+    "grading", "grading.expected", "grading.anomaly",
 })
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
@@ -121,6 +122,9 @@ class TestRun:
     counts: dict[str, int]
     outcomes: dict[str, str]  # test id -> outcome; empty when none were parsed
     messages: tuple[str, ...]  # messages of failed and errored tests
+    source: str | None = None  # "reporter" | "exit-code" | "reward-file"; None: an older journal
+    anomalies: tuple[str, ...] = ()  # grading anomaly reason codes, recorded and re-derived
+    reported_ids: tuple[str, ...] | None = None  # every id, when the reporter's list is whole
 
 
 @dataclass
@@ -150,6 +154,8 @@ class AttemptState:
     tokens_in: int | None = None
     tokens_out: int | None = None
     signals: dict[int, bool] = field(default_factory=dict)
+    expected: dict[str, tuple[str, ...]] = field(default_factory=dict)  # grading.expected ids
+    grading_anomalies: list[str] = field(default_factory=list)  # reason codes, every source
     hidden: TestRun | None = None
     regression: TestRun | None = None
     baseline: TestRun | None = None
@@ -198,6 +204,7 @@ class FoldState:
     by_kind: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
     malformed: dict[str, int] = field(default_factory=dict)
+    outcome_rule: bool = False  # a suite or signal was recorded with its outcomes' provenance
     foreign: int = 0  # entries of other runs (or of no run), skipped
     recorded_views: list[RecordedView] = field(default_factory=list)
     last_attempt: AttemptState | None = None  # the attempt of the previous entry (a lookup cache)
@@ -378,8 +385,64 @@ def _on_agent_finished(state: FoldState, entry: Entry) -> None:
 
 def _on_signal_result(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
-    index, passed = _int(entry.data, "index"), _bool(entry.data, "passed")
+    d = entry.data
+    index, passed = _int(d, "index"), _bool(d, "passed")
+    if d.get("outcomes") is not None:
+        state.outcome_rule = True
+    if d.get("outcomes") == "end-record":  # re-derived: the recorded verdict must follow
+        sig = d.get("signal")
+        if not isinstance(sig, dict):
+            raise _Malformed("signal")
+        v = signal_verdict(exit_code=_opt_int(d, "exit_code"),
+                           expect_exit=_int(sig, "expect_exit", 0),
+                           timed_out=_bool(d, "timed_out", False), ended=_bool(d, "ended"),
+                           exitstatus=_opt_int(d, "exitstatus"))
+        reasons = [r for r, _ in v.anomalies]
+        if v.passed != passed:
+            reasons.append("record-disagrees")
+        a.grading_anomalies.extend(reasons)
+        passed = passed and v.passed and not reasons
     a.signals[index] = passed
+
+
+def _on_grading_expected(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    a.expected[_str(entry.data, "suite")] = _str_list(entry.data, "ids")
+    state.outcome_rule = True
+
+
+def _on_grading_anomaly(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    a.grading_anomalies.append(_str(entry.data, "reason"))
+    state.outcome_rule = True
+
+
+def _rederive(run: TestRun, d: dict[str, Any], expected: tuple[str, ...] | None,
+              required: str) -> TestRun:
+    """A reporter-graded run, its verdict worked out again from what the entry recorded."""
+    report = d.get("report")
+    if not isinstance(report, dict):
+        raise _Malformed("report")
+    tests = d.get("tests", [])
+    pairs = {t["id"]: (t["outcome"], t.get("reported", t["outcome"])) for t in tests}
+    if not all(isinstance(o, str) and isinstance(r, str) for o, r in pairs.values()):
+        raise _Malformed("tests")
+    whole = sum(run.counts.values()) == len(pairs)
+    v = suite_verdict(exit_code=run.exit_code, timed_out=_bool(d, "timed_out", False),
+                      report=report, tests=pairs, expected=expected if whole else None,
+                      required=required)
+    recorded = d.get("anomalies", [])
+    if not isinstance(recorded, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("reason"), str) for x in recorded):
+        raise _Malformed("anomalies")
+    reasons = [x["reason"] for x in recorded]
+    reasons += [r for r, _ in v.anomalies if r not in reasons]
+    if v.passed != run.passed:
+        reasons.append("record-disagrees")
+    ids = tuple(pairs) if whole and report.get("ended") else None
+    return TestRun(passed=run.passed and v.passed and not reasons, exit_code=run.exit_code,
+                   counts=run.counts, outcomes=run.outcomes, messages=run.messages,
+                   source="reporter", anomalies=tuple(reasons), reported_ids=ids)
 
 
 def _test_run(d: dict[str, Any]) -> TestRun:
@@ -409,10 +472,29 @@ def _test_run(d: dict[str, Any]) -> TestRun:
                    outcomes=outcomes, messages=tuple(messages))
 
 
+def _graded(a: AttemptState, d: dict[str, Any], suite: str, baseline: bool = False) -> TestRun:
+    run = _test_run(d)
+    source = d.get("outcomes")
+    if source == "reporter":
+        if baseline:
+            return _rederive(run, d, None, "reported")
+        if suite == "hidden":
+            return _rederive(run, d, a.expected.get("hidden"), "passed")
+        ids = a.baseline.reported_ids if a.baseline is not None else None
+        return _rederive(run, d, ids, "reported")
+    if source is not None and not isinstance(source, str):
+        raise _Malformed("outcomes")
+    return TestRun(passed=run.passed, exit_code=run.exit_code, counts=run.counts,
+                   outcomes=run.outcomes, messages=run.messages, source=source)
+
+
 def _on_test_result(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
     suite = _str(entry.data, "suite")
-    run = _test_run(entry.data)
+    run = _graded(a, entry.data, suite)
+    if run.source is not None:
+        state.outcome_rule = True
+    a.grading_anomalies.extend(r for r in run.anomalies if r not in a.grading_anomalies)
     if suite == "hidden":
         a.hidden = run
     elif suite == "regression":
@@ -423,7 +505,9 @@ def _on_test_result(state: FoldState, entry: Entry) -> None:
 
 def _on_test_baseline(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
-    a.baseline = _test_run(entry.data)
+    a.baseline = _graded(a, entry.data, "regression", baseline=True)
+    if a.baseline.source is not None:
+        state.outcome_rule = True
 
 
 def _on_diff(state: FoldState, entry: Entry) -> None:
@@ -505,6 +589,8 @@ _HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
     "agent.output": _on_attempt_known,
     "agent.finished": _on_agent_finished,
     "signal.result": _on_signal_result,
+    "grading.expected": _on_grading_expected,
+    "grading.anomaly": _on_grading_anomaly,
     "test.result": _on_test_result,
     "test.baseline": _on_test_baseline,
     "diff": _on_diff,

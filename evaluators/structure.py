@@ -66,7 +66,7 @@ class Trusted:
 
 
 ATTEMPT_PREFIXES = ("attempt.", "test.", "signal.", "agent.", "fs.", "proc.", "net.", "tool.",
-                    "model.")
+                    "model.", "grading.")
 ATTEMPT_KINDS = frozenset({"commitment", "diff"})
 """Harness kinds that belong to one attempt (besides ``attestation`` and ``judge.verdict``): the
 span rule applies to them. Unknown kinds are left to the fold, which counts them."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from evaluators.facts import AttemptFacts
 
 PRIORITY = (
+    "grading_tampered",
     "timeout",
     "conflict",
     "test_regression",
@@ -19,6 +20,7 @@ PRIORITY = (
     "incomplete",
 )
 CATEGORIES = tuple(sorted(PRIORITY))
+NEW_CATEGORIES = frozenset({"grading_tampered"})  # absent from the views of older runs
 
 ORIENTATION_MIN_READS = 3  # distinct files read before "mostly reading" can apply
 ORIENTATION_MAX_CHANGED_LINES = 2  # "few edits": at most this many lines added + removed
@@ -39,6 +41,9 @@ def classify(f: AttemptFacts) -> tuple[str, str]:
     """(category, details) for a failed attempt. Raises ValueError for a passed one."""
     if f.passed:
         raise ValueError(f"attempt {f.attempt} passed; only failed attempts are classified")
+    if f.grading_anomalies:
+        return "grading_tampered", ("the test outcomes cannot be trusted: "
+                                    f"{_listed(f.grading_anomalies)}")
     if f.timed_out:
         return "timeout", f"agent ran {_fmt(f.wall_s)} s against a budget of {_fmt(f.budget_s)} s"
     if f.conflict:

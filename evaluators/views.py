@@ -26,7 +26,7 @@ from evaluators import score as sc
 from evaluators.facts import AttemptFacts, facts_of
 from evaluators.fold import VERDICTS, FoldState, fold_all, new_state
 from evaluators.structure import Finding
-from evaluators.taxonomy import CATEGORIES, PRIORITY, classify
+from evaluators.taxonomy import NEW_CATEGORIES, PRIORITY, classify
 from ledger.journal.codec import Entry
 
 EVALUATOR_NAME = "golden"
@@ -102,6 +102,9 @@ def _attempt_row(f: AttemptFacts, category: str | None) -> dict[str, Any]:
         "signals": {"passed": f.signals_passed, "total": f.signals_total},
         "hidden": {"ran": f.hidden_ran, "passed": f.hidden_passed, "counts": f.hidden_counts},
         "regressions": f.regressions[:LIST_LIMIT], "regression_count": len(f.regressions),
+        # where the hidden outcomes came from, and any grading anomaly (not in older runs' rows)
+        **({"outcomes": f.hidden_outcomes} if f.hidden_outcomes is not None else {}),
+        **({"grading_anomalies": f.grading_anomalies} if f.grading_anomalies else {}),
     }
 
 
@@ -172,7 +175,10 @@ def _view_data(state: FoldState) -> dict[str, Any]:
             "hash": info.hash if info else None, "tier": info.tier if info else None,
             "title": info.title if info else None, "attempts": len(fs), "passed": passed,
             "pass_rate": passed / len(fs) if fs else None}
-    counts = dict.fromkeys(CATEGORIES, 0)
+    # A run recorded before outcomes had a provenance has no grading_tampered category: its
+    # view keeps the shape it was recorded with (replay compares the two).
+    priority = [c for c in PRIORITY if state.outcome_rule or c not in NEW_CATEGORIES]
+    counts = dict.fromkeys(sorted(priority), 0)
     failures = []
     for f in scored:
         if f.attempt in categories:
@@ -200,7 +206,7 @@ def _view_data(state: FoldState) -> dict[str, Any]:
         "attempts": [_attempt_row(f, categories.get(f.attempt, (None, ""))[0]) for f in scored],
         "superseded": [f.attempt for f in superseded],
         "failures": failures,
-        "taxonomy": {"counts": counts, "priority": list(PRIORITY)},
+        "taxonomy": {"counts": counts, "priority": priority},
         "cost_total": math.fsum(costs),
         "cost_unknown": sum(1 for f in everything if f.cost_usd is None),
         "attestations": attestations,

@@ -74,7 +74,6 @@ TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
 MESSAGE_LIMIT = 500  # bytes of a test failure message
 MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
 DEFAULT_TEST_TIMEOUT_S = SIGNAL_TIMEOUT_S  # the limit tasks validate uses too (ledger.tasks.checks)
-PYTEST_EXTRA = ("-p", "no:cacheprovider")
 DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
 RESOLVE_TIMEOUT_S = 2.0  # for all of an agent's endpoints together
 MAX_ADDRESSES = 32  # per endpoint host
@@ -132,7 +131,8 @@ def _first_line(text: str | None, redact: Redact) -> str:
 
 
 def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]] | None:
-    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report."""
+    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report.
+    (The bench's checks read one; grading never does: a report file is forgeable.)"""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -162,53 +162,134 @@ def _no_wrap(argv: list[str]) -> list[str]:
     return argv
 
 
+def _reported(report: Any, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]]:
+    """Counts and the per-test list of a reporter's records (bounded, messages redacted)."""
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    tests: list[dict[str, str]] = []
+    for tid, rec in report.tests.items():
+        counts[rec["outcome"]] += 1
+        if len(tests) < MAX_TESTS:
+            item = {"id": tid, "outcome": rec["outcome"],
+                    "message": _first_line(rec["message"], redact)}
+            if rec["reported"] != rec["outcome"]:
+                item["reported"] = rec["reported"]
+            tests.append(item)
+    return counts, tests
+
+
 def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
               timeout: float, label: str | None = None,
-              extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap) -> dict[str, Any]:
+              extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap,
+              expected: Sequence[str] | None = None, required: str = "passed",
+              collect_only: bool = False) -> dict[str, Any]:
     """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry.
 
-    ``wrap`` turns the command line into one that runs in the grading sandbox."""
+    A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``), whose
+    records arrive over an inherited pipe; ``evaluators.grading.suite_verdict`` decides from
+    them and ``expected`` (the ids fixed before the agent started). Any other command's exit
+    code decides (``outcomes: "exit-code"``). ``wrap`` turns the command line into one that
+    runs in the grading sandbox."""
+    from evaluators.grading import recorded_tests, suite_verdict
+    from ledger.sandbox.outcomes import ReportChannel, pytest_args
+
     argv = python_argv(command)
-    report = ws.scratch / f"{label or suite}.xml"
-    with contextlib.suppress(FileNotFoundError):
-        report.unlink()
-    if _is_pytest(argv):
-        argv = [*argv, f"--junitxml={report}", *PYTEST_EXTRA]
-    code, duration, _timed_out = run_command(
-        wrap(argv), cwd=ws.worktree, env={**tool_env(ws), **(extra_env or {})}, timeout=timeout,
-        output=ws.scratch / f"{label or suite}.log",
-    )
-    parsed = parse_junit(report, redact) if report.exists() else None
-    counts, tests = parsed if parsed is not None else (
-        {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, [])
-    return {
+    env = {**tool_env(ws), **(extra_env or {})}
+    log = ws.scratch / f"{label or suite}.log"
+    if not _is_pytest(argv):
+        code, duration, timed_out = run_command(wrap(argv), cwd=ws.worktree, env=env,
+                                                timeout=timeout, output=log)
+        return {"suite": suite, "command": list(command), "exit_code": code, "passed": code == 0,
+                "duration_s": round(duration, 6), "outcomes": "exit-code", "timed_out": timed_out,
+                "counts": {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, "tests": []}
+    channel = ReportChannel()
+    try:
+        argv = [*argv, *pytest_args(), *(["--collect-only", "-q"] if collect_only else [])]
+        code, duration, timed_out = run_command(
+            wrap(argv), cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
+            output=log, pass_fds=channel.pass_fds)
+        report = channel.collect()
+    except BaseException:
+        channel.close()
+        raise
+    counts, tests = _reported(report, redact)
+    summary = report.summary()
+    data: dict[str, Any] = {
         "suite": suite,
         "command": list(command),
         "exit_code": code,
-        "passed": code == 0,
         "duration_s": round(duration, 6),
+        "outcomes": "reporter",
+        "timed_out": timed_out,
+        "report": summary,
         "counts": counts,
         "tests": tests,
     }
+    if collect_only:
+        data["collected"] = list(report.collected)
+        data["passed"] = report.ended and code == 0 and bool(report.collected)
+        return data
+    verdict = suite_verdict(exit_code=code, timed_out=timed_out, report=summary,
+                            tests=recorded_tests(tests) if len(report.tests) <= MAX_TESTS else {
+                                t: (r["outcome"], r["reported"]) for t, r in report.tests.items()},
+                            expected=expected, required=required)
+    data["passed"] = verdict.passed
+    if expected is not None:
+        data["expected"] = len(expected)
+    if verdict.anomalies:
+        data["anomalies"] = verdict.as_data()
+    return data
 
 
 def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
                timeout: float, wrap: Wrap = _no_wrap) -> dict[str, Any]:
-    """Evaluate one completion signal: the data of a ``signal.result`` entry."""
+    """Evaluate one completion signal: the data of a ``signal.result`` entry.
+
+    A ``python -c`` signal runs under the end-record wrapper (``ledger.sandbox.outcomes``): it
+    passes only when its code ran to its end (``outcomes: "end-record"``); other commands by
+    their exit code (``"exit-code"``)."""
+    from evaluators.grading import signal_verdict
+    from ledger.sandbox.outcomes import ReportChannel, python_c_code
+    from ledger.sandbox.outcomes import signal_argv as wrapped
+
+    extra: dict[str, Any] = {}
     if sig.kind == "command":
         argv = signal_argv(sig)
         log = ws.scratch / f"signal-{index}.log"
-        code, _duration, timed_out = run_command(
-            wrap(list(argv)), cwd=ws.worktree, env=tool_env(ws), timeout=timeout, output=log)
-        passed = code == sig.expect_exit and not timed_out
+        env = tool_env(ws)
+        if python_c_code(argv) is not None:
+            argv, more = wrapped(argv)
+            channel = ReportChannel()
+            try:
+                code, _duration, timed_out = run_command(
+                    wrap(list(argv)), cwd=ws.worktree, env={**env, **more, **channel.env()},
+                    timeout=timeout, output=log, pass_fds=channel.pass_fds)
+                report = channel.collect()
+            except BaseException:
+                channel.close()
+                raise
+            verdict = signal_verdict(exit_code=code, expect_exit=sig.expect_exit,
+                                     timed_out=timed_out, ended=report.ended,
+                                     exitstatus=report.exitstatus)
+            passed = verdict.passed
+            extra = {"outcomes": "end-record", "exit_code": code, "timed_out": timed_out,
+                     "ended": report.ended, "exitstatus": report.exitstatus}
+            if verdict.anomalies:
+                extra["anomalies"] = verdict.as_data()
+        else:
+            code, _duration, timed_out = run_command(
+                wrap(list(argv)), cwd=ws.worktree, env=env, timeout=timeout, output=log)
+            passed = code == sig.expect_exit and not timed_out
+            extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out}
         detail = f"exit {code}, expected {sig.expect_exit}" + (" (timed out)" if timed_out else "")
+        if extra.get("anomalies"):
+            detail += "; " + extra["anomalies"][0]["detail"]
         if not passed:
             tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
             if tail:
                 detail += ": " + _first_line(tail[-1], redact)
     else:
         passed, detail = check_file_signal(sig, ws.worktree)
-    return {"index": index, "signal": sig.as_dict(), "passed": passed, "detail": detail}
+    return {"index": index, "signal": sig.as_dict(), "passed": passed, "detail": detail, **extra}
 
 
 # --------------------------------------------------------------------------- the attempt
@@ -286,12 +367,14 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     # agent's config is being copied into its home meanwhile).
     job = (Background(_prepare_isolated, plan, task, agent, ws)
            if isolated and task.regression_command else None)
+    baseline = None
     try:
         if task.regression_command:  # tasks graded by test ids or a reward file have none
             out.phase("baseline")
-            out.entry("test.baseline", run_suite(
+            baseline = run_suite(
                 _baseline_tree(ws) if isolated else ws, "regression", task.regression_command,
-                redact=redact, timeout=test_timeout, label="baseline"))
+                redact=redact, timeout=test_timeout, label="baseline")
+            out.entry("test.baseline", baseline)
         prep, grading = (job.result() if job is not None
                          else (_prepare_agent(plan, task, agent, ws, isolated=isolated), None))
         ws.ready()
@@ -300,6 +383,10 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
             _discard(job)
         raise
 
+    expected = _expected_hidden(plan, task, ws, isolated, test_timeout)
+    if expected is not None:  # fixed, and journaled, before the agent starts
+        out.entry("grading.expected", expected)
+    baseline_ids = _baseline_ids(baseline)
     out.phase("agent")
     _run_agent(plan, task, agent, ws, out, redact, prep)
 
@@ -308,18 +395,22 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
         diff = take_diff(ws, task.repo_dir, redact=redact)
         out.phase("tests")
         grade, policy = grading if grading is not None else _prepare_grading(plan, task, ws)
-        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grade, policy)
+        _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grade, policy,
+                        expected=expected, baseline_ids=baseline_ids)
         out.entry("diff", diff)
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
     out.phase("tests")
     install_hidden_tests(ws, task)
     for index, sig in enumerate(task.signals):
-        out.entry("signal.result", run_signal(ws, index, sig, redact=redact, timeout=test_timeout))
-    out.entry("test.result", _hidden_suite(ws, task, redact, test_timeout))
+        _result(out, "signal.result", run_signal(ws, index, sig, redact=redact,
+                                                 timeout=test_timeout))
+    _result(out, "test.result", _hidden_suite(ws, task, redact, test_timeout,
+                                              expected=_ids_of(expected)))
     if task.regression_command:
-        out.entry("test.result", run_suite(ws, "regression", task.regression_command, redact=redact,
-                                           timeout=test_timeout))
+        _result(out, "test.result", run_suite(ws, "regression", task.regression_command,
+                                              redact=redact, timeout=test_timeout,
+                                              expected=baseline_ids, required="reported"))
     out.entry("diff", diff)
     return ws
 
@@ -333,8 +424,102 @@ def _baseline_tree(ws: Workspace) -> Workspace:
     return dataclasses.replace(ws, home=home, scratch=scratch, pending_git=None)
 
 
+def _result(out: _Out, kind: str, data: Mapping[str, Any]) -> None:
+    """A ``test.result`` or ``signal.result``, then one ``grading.anomaly`` per anomaly it found."""
+    out.entry(kind, data)
+    for anomaly in data.get("anomalies") or ():
+        where = {"suite": data["suite"]} if kind == "test.result" else {"signal": data["index"]}
+        out.entry("grading.anomaly", {**where, "reason": anomaly["reason"],
+                                      "detail": anomaly["detail"]})
+
+
+def _ids_of(expected: Mapping[str, Any] | None) -> list[str] | None:
+    return list(expected["ids"]) if expected is not None else None
+
+
+def _baseline_ids(baseline: Mapping[str, Any] | None) -> list[str] | None:
+    """The regression suite's expected ids: every test the baseline (the starting tree, before
+    the agent) reported, when it ran under the reporter to its end with every id listed."""
+    if (baseline is None or baseline.get("outcomes") != "reporter"
+            or not (baseline.get("report") or {}).get("ended")
+            or sum(baseline["counts"].values()) != len(baseline["tests"])):
+        return None
+    return [t["id"] for t in baseline["tests"]]
+
+
+_EXPECTED: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a worker's collected ids
+_EXPECTED_MAX = 64
+
+
+def _expected_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
+                     timeout: float) -> dict[str, Any] | None:
+    """The ``grading.expected`` entry: the hidden test ids fixed before the agent starts.
+
+    A task graded by test ids lists them (FAIL_TO_PASS + PASS_TO_PASS); a pytest hidden suite
+    is collected by the harness's reporter in a fresh copy of the starting tree with the hidden
+    tests installed (in the grading sandbox when the attempt is sandboxed), or, when a module
+    fails to collect there (the tests import what the agent is to write), with the reference
+    solution applied. Kept per worker by task hash. None: the task's own runner decides."""
+    if not _is_pytest(python_argv(task.hidden_test_command)):
+        return None
+    if task.graded_by_ids:
+        ids = [*task.fail_to_pass, *task.pass_to_pass]
+        return {"suite": "hidden", "source": "task", "task_hash": task.hash,
+                "count": len(ids), "ids": ids}
+    key = (task.hash, str(Path(task.root).resolve()), isolated)
+    cached = _EXPECTED.get(key)
+    if cached is None:
+        cached = _collect_hidden(plan, task, ws, isolated, timeout)
+        if len(_EXPECTED) >= _EXPECTED_MAX:
+            _EXPECTED.clear()
+        _EXPECTED[key] = cached
+    return dict(cached)
+
+
+def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
+                    timeout: float) -> dict[str, Any]:
+    from ledger.tasks.apply import apply_solution, hidden_env
+
+    result: dict[str, Any] = {}
+    for source in ("collected", "collected-with-solution"):
+        tree = create_grading_tree(task, parent=ws.root)
+        try:
+            if source == "collected-with-solution":
+                apply_solution(task, tree.worktree, env=tool_env(tree))
+            install_hidden_tests(tree, task)
+            wrap = _no_wrap
+            if isolated:
+                from ledger.sandbox import bwrap_command
+                from ledger.sandbox.setup import grading_policy
+
+                policy = grading_policy(worktree=tree.worktree, home=tree.home,
+                                        scratch=tree.scratch, hidden=_hidden(task, plan.config),
+                                        path_env=tool_env(tree).get("PATH", ""),
+                                        programs=_task_programs(task))
+
+                def wrap(argv: list[str], policy: Any = policy) -> list[str]:
+                    return bwrap_command(policy, argv)
+            verifier = tree.scratch / "verifier"
+            verifier.mkdir(mode=0o700)
+            result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,
+                               timeout=timeout, extra_env=hidden_env(task, tree.worktree, verifier),
+                               wrap=wrap, label="collect", collect_only=True)
+        finally:
+            remove_tree(tree.root)
+        if result["report"]["ended"] and not result["report"]["collect_errors"]:
+            break
+    report = result["report"]
+    if not report["ended"] or report["collect_errors"] or not result["collected"]:
+        raise TaskError(f"task {task.id}: the hidden tests cannot be collected in the starting "
+                        f"tree ({report['collect_errors']} collection error(s), "
+                        f"{len(result['collected'])} collected, exit {result['exit_code']}); "
+                        "nothing was graded")
+    return {"suite": "hidden", "source": source, "task_hash": task.hash,
+            "count": len(result["collected"]), "ids": list(result["collected"])}
+
+
 def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
-                  wrap: Wrap = _no_wrap) -> dict[str, Any]:
+                  wrap: Wrap = _no_wrap, expected: Sequence[str] | None = None) -> dict[str, Any]:
     """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
     from ledger.tasks.apply import hidden_env, read_reward, reward_passes
 
@@ -345,11 +530,14 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
     if task.grading is not None and task.grading.timeout_s:
         timeout = task.grading.timeout_s
     result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
-                       extra_env=hidden_env(task, ws.worktree, verifier), wrap=wrap)
+                       extra_env=hidden_env(task, ws.worktree, verifier), wrap=wrap,
+                       expected=expected)
     if task.grading is not None and task.grading.reward_file is not None:
         reward, _detail = read_reward(verifier, task.grading.reward_file)
         result["reward"] = reward
         result["passed"] = reward_passes(reward)
+        result["outcomes"] = "reward-file"
+        result.pop("anomalies", None)
     return result
 
 
@@ -408,7 +596,8 @@ def _prepare_isolated(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
 
 def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
                     out: _Out, redact: Redact, test_timeout: float, grade: Workspace,
-                    policy: Any) -> None:
+                    policy: Any, *, expected: Mapping[str, Any] | None = None,
+                    baseline_ids: Sequence[str] | None = None) -> None:
     """Grade in ``grade`` under ``policy`` (``_prepare_grading``), a new sandbox: the agent's
     graded changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent
     started is alive (its PID namespace ended with it)."""
@@ -432,12 +621,14 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
         return bwrap_command(policy, argv)
 
     for index, sig in enumerate(task.signals):
-        out.entry("signal.result", run_signal(grade, index, sig, redact=redact,
-                                              timeout=test_timeout, wrap=wrap))
-    out.entry("test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap))
+        _result(out, "signal.result", run_signal(grade, index, sig, redact=redact,
+                                                 timeout=test_timeout, wrap=wrap))
+    _result(out, "test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap,
+                                              expected=_ids_of(expected)))
     if task.regression_command:
-        out.entry("test.result", run_suite(grade, "regression", task.regression_command,
-                                           redact=redact, timeout=test_timeout, wrap=wrap))
+        _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
+                                              redact=redact, timeout=test_timeout, wrap=wrap,
+                                              expected=baseline_ids, required="reported"))
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,

@@ -7,6 +7,7 @@ otherwise every file that is not a test. Test configuration and import hooks are
 because they run code at grading time or change what the tests mean:
 
     conftest.py  pytest.ini  tox.ini  setup.cfg  sitecustomize.py  usercustomize.py  *.pth
+    ledger_grading_reporter*  at the top of the tree (it would shadow the harness's reporter)
     pyproject.toml when its [tool.pytest...] tables changed
     test files: test_*.py, *_test.py, anything under a tests/ or test/ folder or the hidden
     tests folder
@@ -33,6 +34,7 @@ HOOK_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "si
                         "usercustomize.py"})
 TEST_DIRS = frozenset({"tests", "test"})
 _TEXT_LIMIT = 1024 * 1024  # bytes of a pyproject.toml read to compare its pytest tables
+REPORTER_NAME = "ledger_grading_reporter"  # ledger.sandbox.outcomes.PLUGIN_NAME: never graded
 
 
 def _pytest_tables(text: str | None) -> Any:
@@ -54,6 +56,8 @@ def drop_reason(rel: str, *, owned: Sequence[str], hidden_dir: str,
     name = parts[-1] if parts else rel
     if name in HOOK_NAMES:
         return "test configuration or import hook"
+    if parts and parts[0].split(".")[0] == REPORTER_NAME:
+        return "shadows the harness's test reporter"
     if name.endswith(".pth"):
         return "import hook (.pth)"
     if name == "pyproject.toml" and (

@@ -116,15 +116,17 @@ def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[st
 
 def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequence[str],
                    path_env: str = "", programs: Sequence[str] = ()) -> SandboxPolicy:
-    """The grading sandbox: the fresh tree, the interpreter, nothing of the agent's.
+    """The grading sandbox: the fresh tree, the interpreter, the harness's pytest reporter
+    (``ledger.sandbox.outcomes.PLUGIN_DIR``, read only), nothing of the agent's.
 
     ``programs``: absolute test programs the task names (an imported task's virtualenv
     interpreter, ``--python``): their installation tree is readable too."""
+    from ledger.sandbox.outcomes import PLUGIN_DIR
     from ledger.sandbox.paths import install_tree
 
     extra = [d for prog in programs for d in install_tree(prog, path_env)]
     return build_policy(PolicyRequest(
         cwd=worktree, writable=[worktree, home, scratch],
-        readable=[*interpreter_paths(), *path_dirs(path_env, hidden), *extra],
+        readable=[*interpreter_paths(), *path_dirs(path_env, hidden), *extra, PLUGIN_DIR],
         hidden=hidden, network="none", purpose="grading",
     ))

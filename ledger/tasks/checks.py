@@ -56,13 +56,14 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def run_command(
     argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
-    output: Path | None = None,
+    output: Path | None = None, pass_fds: Sequence[int] = (),
 ) -> tuple[int, float, bool]:
     """Run ``argv`` as its own process group; (exit code, seconds, timed out).
 
     A signal death is reported as 128 + signal number, a timeout as 124, a program that cannot
     start as 127. Output goes to ``output`` (a file outside the worktree) or nowhere. The group is
-    killed on every exit path.
+    killed on every exit path. ``pass_fds``: descriptors the process inherits (the outcome
+    channel's write end, ``ledger.sandbox.outcomes``).
     """
     start = time.perf_counter()
     sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
@@ -71,7 +72,7 @@ def run_command(
             proc = subprocess.Popen(
                 list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, pass_fds=tuple(pass_fds),
             )
         except OSError as exc:
             if output is not None:

@@ -66,6 +66,7 @@ class RunBuilder:
         reads: Sequence[str] = ("src/calc.py",), writes: Sequence[tuple[str, bool]] = (),
         judge: dict[str, int] | None = None, attestation: str | None = None,
         extra: Sequence[tuple[str, dict[str, Any]]] = (),
+        hidden_extra: dict[str, Any] | None = None, expected_ids: Sequence[str] | None = None,
     ) -> str:
         aid = f"{self.run}/{tid}/{agent}/{repeat}/{try_no}"
         a = {"attempt": aid}
@@ -78,6 +79,10 @@ class RunBuilder:
                                      "try": try_no, "tier": tier, "node": "host"}, task=tid)
         self.add("commitment", {**a, "commitment": {"digests": 0}}, task=tid)
         self.add("test.baseline", {**a, **_suite("regression", baseline, ())}, task=tid)
+        if expected_ids is not None:
+            self.add("grading.expected", {**a, "suite": "hidden", "source": "collected",
+                                          "task_hash": "00" * 32, "count": len(expected_ids),
+                                          "ids": list(expected_ids)}, task=tid)
         self.add("agent.started", {**a, "argv": ["agent"], "cwd": "/wt", "trace": trace,
                                    "trace_reason": ""}, task=tid)
         for path in reads:
@@ -113,7 +118,8 @@ class RunBuilder:
                                      "exit_code": 0 if f + err == 0 else 1,
                                      "passed": f + err == 0, "duration_s": 1.0,
                                      "counts": {"passed": p, "failed": f, "error": err,
-                                                "skipped": 0}, "tests": tests}, task=tid)
+                                                "skipped": 0}, "tests": tests,
+                                     **(hidden_extra or {})}, task=tid)
         self.add("test.result", {**a, **_suite("regression", after, after_messages)}, task=tid)
         if patch is None:
             patch = "".join(f"--- a/{p}\n+++ b/{p}\n+x = {i}\n" for i, (p, _, _) in enumerate(files))

@@ -27,6 +27,10 @@ CASES: dict[str, dict[str, Any]] = {
     "orientation_miss": {**FAIL, "files": [("src/calc.py", 1, 1)],
                          "reads": ["src/calc.py", "README.md", "docs/guide.md", "setup.cfg"]},
     "incomplete": {**FAIL},
+    # the reporter's end record never arrived, yet the record says passed (exit 0 under pytest)
+    "grading_tampered": {"hidden": (3, 0, 0), "hidden_extra": {
+        "outcomes": "reporter", "timed_out": False,
+        "report": {"started": True, "ended": False, "exitstatus": None, "collect_errors": 0}}},
 }
 
 
@@ -50,9 +54,9 @@ def test_each_category_is_reachable_from_recorded_facts(category: str) -> None:
 
 
 def test_the_cases_cover_every_category() -> None:
-    """The closed set has eight categories and the priority order lists each once."""
+    """The closed set has nine categories and the priority order lists each once."""
     assert set(CASES) == set(CATEGORIES) == set(PRIORITY)
-    assert len(PRIORITY) == 8 and PRIORITY[-1] == "incomplete"
+    assert len(PRIORITY) == 9 and PRIORITY[-1] == "incomplete"
 
 
 @pytest.mark.parametrize("first, second", list(zip(PRIORITY, PRIORITY[1:-1], strict=False)))

@@ -70,7 +70,7 @@ def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None
     """commitment and baseline precede the agent; tests and diff follow; attempt.finished is last."""
     events = _run(_plan(tasks["fix-add"], "oracle"))
     kinds = [k for k, _ in _entries(events)]
-    assert kinds[0] == "commitment" and kinds[1] == "test.baseline" and kinds[2] == "agent.started"
+    assert kinds[:4] == ["commitment", "test.baseline", "grading.expected", "agent.started"]
     assert kinds[-1] == "attempt.finished"
     after = kinds[kinds.index("agent.finished"):]
     assert after[:3] == ["agent.finished", "signal.result", "signal.result"]
@@ -82,8 +82,12 @@ def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None
     hidden = _one(events, "test.result", suite="hidden")
     assert hidden["passed"] is True and hidden["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0}
     assert {t["id"] for t in hidden["tests"]} == {
-        "tests_hidden.test_add_hidden::test_add_positive_operands_produce_their_sum",
-        "tests_hidden.test_add_hidden::test_add_negative_operand_and_one_behave_arithmetically"}
+        "tests_hidden/test_add_hidden.py::test_add_positive_operands_produce_their_sum",
+        "tests_hidden/test_add_hidden.py::test_add_negative_operand_and_one_behave_arithmetically"}
+    assert hidden["outcomes"] == "reporter" and hidden["expected"] == 2
+    expected = _one(events, "grading.expected")
+    assert sorted(expected["ids"]) == sorted(t["id"] for t in hidden["tests"])
+    assert expected["source"] == "collected" and expected["task_hash"] == tasks["fix-add"].hash
     diff = _one(events, "diff")
     assert [(f["path"], f["status"]) for f in diff["files"]] == [("calc.py", "modified")]
     assert [s["passed"] for k, s in _entries(events) if k == "signal.result"] == [True, True]
@@ -130,7 +134,7 @@ def test_regression_baseline_runs_before_the_agent_and_catches_breakage(tasks: d
     assert kinds.index("test.baseline") < kinds.index("agent.started")
     base = _one(events, "test.baseline")
     assert base["suite"] == "regression" and base["passed"] is True
-    assert base["tests"] == [{"id": "tests.test_mul::test_mul", "outcome": "passed", "message": ""}]
+    assert base["tests"] == [{"id": "tests/test_mul.py::test_mul", "outcome": "passed", "message": ""}]
     after = _one(events, "test.result", suite="regression")
     assert after["passed"] is False and after["tests"][0]["outcome"] == "failed"
     assert _one(events, "test.result", suite="hidden")["passed"] is True

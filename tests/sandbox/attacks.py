@@ -140,7 +140,7 @@ ATTACKS = (
             if report.failed:
                 report.outcome, report.longrepr = "passed", None
         ''')
-    """, bites=True),
+    """, bites=False),  # even unisolated, the harness's reporter sees the rewrite (outcome-forged)
     Attack("grading-time-import-hook", """
         open("calc.py", "w").write('''import os  # a + b
         _SOURCE = "@SOLUTION@"
