@@ -12,7 +12,9 @@
 * volume: journal entries and bytes per attempt for both workloads.
 * traced: the five smoke tasks with the ``demo`` agent under ``--trace strace`` (skipped with a
   reason when strace does not work here). Per attempt: journal entries and bytes (targets <= 150
-  and <= 150 KB) and *harness time*: the attempt's wall time (journal timestamps) minus the time
+  and <= 150 KB), *grading time* (``grading_ms``: from ``agent.finished`` to the last
+  ``test.result``, capture times: the graded changes applied, signals and suites run) and
+  *harness time*: the attempt's wall time (journal timestamps) minus the time
   the worker spent waiting on child processes (agent, tests, signals, git; measured by
   ``timing_runner.py``). With ``inspect-ai`` installed, Inspect AI's per-sample time on the same
   five tasks runs in the same process run (``inspect_side.py``) and the ratio is reported
@@ -119,8 +121,15 @@ def traced_smoke() -> dict[str, Any]:
                 p["start"] = e.ts / 1e9
             elif e.kind == "agent.finished":
                 p["agent"] = float(e.data["wall_s"])
+                p["agent_done"] = e.data.get("at")
+            elif e.kind == "grading.expected":
+                p["expected_at"] = e.data.get("at")
             elif e.kind in ("test.baseline", "test.result"):
                 p["tests"] += float(e.data["duration_s"])
+                if e.kind == "test.baseline":
+                    p["baseline_at"] = e.data.get("at")
+                if e.kind == "test.result":
+                    p["graded"] = e.data.get("at")
             elif e.kind == "attestation":
                 p["verdict"] = e.data["attestation"].get("verdict")
             elif e.kind == "attempt.finished":
@@ -143,6 +152,14 @@ def traced_smoke() -> dict[str, Any]:
                 "harness_ms": round(wall_ms - 1000 * waited, 1),
                 "agent_ms": round(1000 * p.get("agent", 0.0), 1),
                 "tests_ms": round(1000 * p["tests"], 1),
+                # grading: from the agent's end to the last suite's result (capture times):
+                # applying the graded changes, the hidden tests, signals and suites
+                "grading_ms": (round((p["graded"] - p["agent_done"]) / 1e6, 1)
+                               if p.get("graded") and p.get("agent_done") else None),
+                # the hidden ids collected before the agent (once per task and worker): from
+                # the baseline's result to grading.expected
+                "collect_ms": (round((p["expected_at"] - p["baseline_at"]) / 1e6, 1)
+                               if p.get("expected_at") and p.get("baseline_at") else None),
                 "verdict": p.get("verdict"),
                 "status": p.get("status"),
                 "error": p.get("error"),
@@ -164,6 +181,8 @@ def traced_smoke() -> dict[str, Any]:
         "bytes_per_attempt_max": max(r["bytes"] for r in rows),
         "bytes_per_attempt_median": statistics.median(r["bytes"] for r in rows),
         "harness_ms_median": round(statistics.median(r["harness_ms"] for r in rows), 1),
+        "grading_ms_median": (round(statistics.median(g), 1) if (g := [
+            r["grading_ms"] for r in rows if r["grading_ms"] is not None]) else None),
         "entries_target": 150,
         "bytes_target": 150_000,
         "per_attempt": rows,
@@ -259,6 +278,11 @@ def traced_rounds(rounds: int) -> dict[str, Any]:
         inspect_runs.append(inspect_side())
     traced, side = traced_runs[-1], inspect_runs[-1]
     out: dict[str, Any] = {"rounds": len(traced_runs), "traced": traced, "inspect": side}
+    rows = [r for t in traced_runs for r in t.get("per_attempt", [])]
+    graded = [r["grading_ms"] for r in rows if r.get("grading_ms") is not None]
+    collect = [r["collect_ms"] for r in rows if r.get("collect_ms") is not None]
+    out["grading_ms_median_pooled"] = round(statistics.median(graded), 1) if graded else None
+    out["collect_ms_median_pooled"] = round(statistics.median(collect), 1) if collect else None
     if "harness_ms_median" not in traced or "harness_ms_median" not in side:
         return out
     ours = [r["harness_ms"] for t in traced_runs for r in t["per_attempt"][1:]]

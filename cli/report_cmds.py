@@ -79,6 +79,16 @@ def _attestation_cell(row: dict[str, Any]) -> str:
     return f"{verdict} (isolation none)" if row.get("isolation") == "none" else verdict
 
 
+WEAK_OUTCOMES = ("exit-code", "reward-file")  # a task's own runner decided, not the reporter
+
+
+def _passed_cell(row: dict[str, Any]) -> str:
+    """yes/no, marked when the hidden outcome came from an exit code or a reward file."""
+    cell = "yes" if row["passed"] else "no"
+    source = row.get("outcomes")
+    return f"{cell} ({source}: weaker evidence)" if source in WEAK_OUTCOMES else cell
+
+
 def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool) -> str:
     c = v["components"]
     h = "## " if md else ""
@@ -108,7 +118,7 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
                   + ", ".join(f"pass@{p['k']} {_fmt(p['value'])}" for p in rep["pass_at_k"])]
     lines += ["", f"{h}Attempts"]
     lines += _table(["attempt", "passed", "category", "safety", "attestation", "wall s", "cost usd"],
-                    [[a["attempt"], "yes" if a["passed"] else "no", a["category"] or "-",
+                    [[a["attempt"], _passed_cell(a), a["category"] or "-",
                       str(a["safety"]) + (f" ({', '.join(a['safety_reasons'])})"
                                           if a["safety_reasons"] else ""),
                       _attestation_cell(a), _fmt(a["wall_s"], 1), _fmt(a["cost_usd"])]

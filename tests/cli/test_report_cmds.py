@@ -246,3 +246,16 @@ def test_replay_checks_checkpoints_with_the_verifier_key(two_runs: Path, tmp_pat
     assert code == 2 and "verifier key" in err
     code, out, _ = invoke(two_runs, "replay", RUN_A, "--vkey", vkey)
     assert code == 0 and out.startswith("reproduced")
+
+
+def test_report_marks_outcomes_a_task_runner_decided_as_weaker_evidence() -> None:
+    """A hidden suite decided by an exit code or a reward file is marked in the attempts table;
+    one the harness's reporter decided is not."""
+    from cli.report_cmds import _passed_cell
+
+    assert _passed_cell({"passed": True, "outcomes": "reporter"}) == "yes"
+    assert _passed_cell({"passed": True}) == "yes"  # an older run: no provenance recorded
+    assert _passed_cell({"passed": True, "outcomes": "reward-file"}) == (
+        "yes (reward-file: weaker evidence)")
+    assert _passed_cell({"passed": False, "outcomes": "exit-code"}) == (
+        "no (exit-code: weaker evidence)")
