@@ -19,6 +19,9 @@ An attestation is one map (stored in the ``attestation`` entry, shown by ``ledge
                                                 itself wrote (RESULT_KINDS): their seqs, and SHA-256
                                                 over their leaf hashes in seq order; evaluators count
                                                 no other result of the attempt
+    refused      {count, digest, items}         (when any) requests the proxy refused: findings,
+                                                never matches; at most 32 items {seq, leaf_hash,
+                                                detail}, the digest over all their leaf hashes
     signature    {keyid, sig}                   Ed25519 over DSSE PAE(in-toto Statement v1)
     seal         {keyid, mac}                   HMAC-SHA256 (seal subkey) over the same PAE bytes
 
@@ -65,6 +68,7 @@ from attest.scan import (
     ScanResult,
     derive_verdict,
     matches_digest,
+    refusals_digest,
     scan_attempt,
 )
 from ledger.errors import KeyMaterialError, MalformedInput, UsageError, VerificationError
@@ -90,8 +94,9 @@ _BODY_KEYS = frozenset({
     "v", "run", "task", "attempt", "verdict", "commitment", "range", "checkpoint", "activity",
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
-# Signed when present (older attestations lack them): results, isolation, sandbox.
-_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox"})
+# Signed when present (older attestations lack them): results, isolation, sandbox; refused
+# (requests the proxy refused) is present when there was at least one.
+_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused"})
 ISOLATIONS = ("sandbox", "none")
 _REQUIRED_BODY_KEYS = _BODY_KEYS
 _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
@@ -111,6 +116,8 @@ _ACTIVITY_KEYS = frozenset({"count", "digest", "kinds"})
 _OBSERVATION_KEYS = frozenset({"trace", "transcript", "agent_started"})
 _PROOF_KEYS = frozenset({"leaf_index", "tree_size", "hashes"})
 _RESULTS_KEYS = frozenset({"seqs", "digest"})
+_REFUSED_KEYS = frozenset({"count", "digest", "items"})
+_REFUSAL_KEYS = frozenset({"seq", "leaf_hash", "detail"})
 _SIGNATURE_KEYS = frozenset({"keyid", "sig"})
 _SEAL_KEYS = frozenset({"keyid", "mac"})
 _HEX_DIGITS = b"0123456789abcdef"
@@ -292,6 +299,11 @@ def build_attestation(
         "isolation": scan.isolation,
         "sandbox": dict(scan.sandbox) if scan.sandbox is not None else None,
     }
+    if scan.refusals:
+        att["refused"] = {
+            "count": len(scan.refusals), "digest": refusals_digest(scan.refusals),
+            "items": [{"seq": r.seq, "leaf_hash": r.leaf_hash.hex(), "detail": r.detail}
+                      for r in scan.refusals[:MAX_EMBEDDED_MATCHES]]}
     if results is not None:
         bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
         if any(e.seq >= cp.size or e.data.get("attempt") != scan.attempt for e in bound):
@@ -439,6 +451,19 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         if res["seqs"] != sorted(set(res["seqs"])):
             raise MalformedInput("attestation results seqs must be sorted and distinct")
         _hexstr(res["digest"], "results digest", 64)
+    if "refused" in att:
+        ref = _map(att["refused"], "refused", _REFUSED_KEYS)
+        _int(ref["count"], "refused count")
+        _hexstr(ref["digest"], "refused digest", 64)
+        if not isinstance(ref["items"], list) or len(ref["items"]) > MAX_EMBEDDED_MATCHES:
+            raise MalformedInput(f"attestation refused items must be a list of at most "
+                                 f"{MAX_EMBEDDED_MATCHES}")
+        for item in ref["items"]:
+            it = _map(item, "refused item", _REFUSAL_KEYS)
+            _int(it["seq"], "refused seq")
+            _hexstr(it["leaf_hash"], "refused leaf hash", 64)
+            if not isinstance(it["detail"], str):
+                raise MalformedInput("attestation refused detail must be a string")
     if "isolation" in att and att["isolation"] not in ISOLATIONS:
         raise MalformedInput(f"attestation isolation {att['isolation']!r} is not one of {ISOLATIONS}")
     if "sandbox" in att and att["sandbox"] is not None and not _is_map(att["sandbox"]):
@@ -562,6 +587,19 @@ def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str] | None,
                                     seq=m["seq"]) from None
     if checks is not None:
         checks.append(f"evidence: {len(seen)} match proof(s) lead to the checkpoint root")
+
+    if "refused" in att:
+        ref = att["refused"]
+        seqs = [it["seq"] for it in ref["items"]]
+        if seqs != sorted(set(seqs)) or any(not first <= q <= last for q in seqs) \
+                or len(seqs) != min(ref["count"], MAX_EMBEDDED_MATCHES):
+            raise VerificationError("refused", "the refused requests listed do not agree with "
+                                    "their count or the covered range",
+                                    expected=str(min(ref["count"], MAX_EMBEDDED_MATCHES)),
+                                    computed=str(len(seqs)))
+        if checks is not None:
+            checks.append(f"refused: {ref['count']} request(s) the proxy refused (findings, not "
+                          "matches)")
 
     count = att["match_count"]
     if len(seen) != min(count, MAX_EMBEDDED_MATCHES):
@@ -708,6 +746,12 @@ def _compare_evidence(att: dict[str, Any], scan: ScanResult, *, exact: bool) -> 
         raise VerificationError(check, "the observation differs from the journal's",
                                 expected=str(dict(scan.observation)),
                                 computed=str(dict(att["observation"])))
+    if "refused" in att:  # older attestations lack it (and journals before `reason` still scan)
+        ref = att["refused"]
+        if len(scan.refusals) != ref["count"] or refusals_digest(scan.refusals) != ref["digest"]:
+            raise VerificationError(check, "the refused requests differ from the journal's",
+                                    expected=f"{len(scan.refusals)}/{refusals_digest(scan.refusals)}",
+                                    computed=f"{ref['count']}/{ref['digest']}")
     listed = {(m["seq"], m["class"]) for m in att["matches"]}
     complete = att["match_count"] == len(listed)
     found = [m.key for m in scan.matches]

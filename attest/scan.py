@@ -69,6 +69,7 @@ _TEXT_KEYS = {"fs.read": "content", "tool.result": "output", "agent.output": "te
               "net.response": "content", "diff": "patch", "fs.write": "content"}
 _ACTIVITY_LABEL = b"activity"
 _MATCHES_LABEL = b"matches"
+_REFUSALS_LABEL = b"refusals"
 
 
 class TextScanner(Protocol):
@@ -257,6 +258,22 @@ class Match:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A request the harness's proxy refused (denied by the allowlist, or malformed): a finding
+    of the attestation, not a match (it moved no byte, so it cannot carry ground truth in)."""
+
+    seq: int
+    leaf_hash: bytes
+    detail: str  # "host:port reason"
+
+
+def refusals_digest(refusals: Iterable[Refusal]) -> str:
+    """SHA-256 over the leaf hashes of the refused requests' entries, in seq order."""
+    return dg.sha256_hex(_REFUSALS_LABEL, b"".join(r.leaf_hash for r in sorted(
+        refusals, key=lambda r: r.seq)))
+
+
+@dataclass(frozen=True)
 class ScanResult:
     attempt: str
     run: str | None
@@ -276,6 +293,7 @@ class ScanResult:
     policy: ScanPolicy = field(repr=False)
     isolation: str = "none"  # "sandbox" when agent.started reports the agent ran sandboxed
     sandbox: Mapping[str, Any] | None = None  # the sandbox policy agent.started recorded
+    refusals: tuple[Refusal, ...] = ()  # requests the proxy refused, in seq order
 
     @property
     def matches_digest(self) -> str:
@@ -365,6 +383,7 @@ class _Scan:
         self.echoes = 0
         self.transcript = False
         self.isolated = False  # agent.started says the agent ran in a sandbox
+        self.refusals: list[Refusal] = []
 
     def add(self, e: Entry, cls: str, digests: Iterable[bytes] = (), detail: str = "") -> None:
         if (e.seq, cls) not in self.matches:
@@ -443,8 +462,14 @@ class _Scan:
             self.refs(e, text)
         elif kind == "net.connect":
             if d.get("source") == "proxy":
-                # The harness's proxy: a denied request moved no byte (not contamination).
+                # The harness's proxy: a denied request moved no byte (not contamination), but
+                # it is a finding: the agent tried to reach something it was not given.
                 if d.get("allowed") is False and not d.get("bytes_in") and not d.get("bytes_out"):
+                    reason = d.get("reason")
+                    port = d.get("port")
+                    self.refusals.append(Refusal(e.seq, e.leaf_hash, (
+                        f"{_text(d.get('host'))}:{port if isinstance(port, int) else '?'} "
+                        f"{_text(reason) if isinstance(reason, str) and reason else 'denied'}")[:512]))
                     return
             elif self.isolated:
                 return  # a sandbox has no network: its only way out is the proxy, recorded
@@ -572,4 +597,5 @@ def scan_attempt(
         policy=policy,
         isolation=isolation,
         sandbox=sandbox,
+        refusals=tuple(scan.refusals),
     )

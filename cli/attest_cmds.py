@@ -110,6 +110,15 @@ def render(view: dict[str, Any]) -> list[str]:
                          f" {m.get('digest_count') or 0} digest(s){detail}")
         if count > len(view["matches"]):
             lines.append(f"    ... {count - len(view['matches'])} more (counted in matches_digest)")
+    refused = view.get("refused") or {}
+    if refused.get("count"):
+        lines.append(f"  refused      {refused['count']} request(s) the proxy refused (findings; the "
+                     "verdict does not count them):")
+        for item in refused.get("items") or []:
+            lines.append(f"    seq {item.get('seq'):<6} {item.get('detail')}")
+        if refused["count"] > len(refused.get("items") or []):
+            lines.append(f"    ... {refused['count'] - len(refused.get('items') or [])} more "
+                         "(counted in the refused digest)")
     lines.append(f"check it: ledger verify {view['hash']}")
     return lines
 

@@ -93,4 +93,5 @@ def show_attestation(att: dict[str, Any]) -> dict[str, Any]:
                     for m in att.get("matches") or []],
         "echoes": att.get("echoes"),
         "answer_digests": att.get("answer_digests"),
+        "refused": att.get("refused"),
     }

@@ -9,8 +9,10 @@ allows only the attempt's allowlist (task ``network_allowlist`` and the agent's 
 endpoints), matched by the **name** the client asked for (the CONNECT host, or the host of an
 absolute-form HTTP request), never by an address it happens to share. A denied request gets
 ``403`` and moves no byte to or from the upstream. Every request is recorded
-(``net.connect``: host, port, allowed, bytes each way, start, duration); ``close()`` ends every
-connection and removes the socket.
+(``net.connect``: host, port, allowed, bytes each way, start, duration), refused ones with the
+``reason``: ``not on the network allowlist``, or ``malformed request: ...`` for a request the
+proxy answered ``400``/``431`` without knowing where it meant to go (host ``""``, port 0);
+``close()`` ends every connection and removes the socket.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ class Connection:
     bytes_in: int = 0  # upstream -> agent
     duration_s: float = 0.0
     error: str | None = None
+    reason: str | None = None  # why the proxy refused it (None: allowed)
 
     def as_data(self) -> dict[str, Any]:
         return {"host": self.host, "port": self.port, "family": "inet", "source": "proxy",
                 "method": self.method, "allowed": self.allowed, "bytes_out": self.bytes_out,
                 "bytes_in": self.bytes_in, "started": round(self.started, 6),
-                "duration_s": round(self.duration_s, 6), "error": self.error}
+                "duration_s": round(self.duration_s, 6), "error": self.error,
+                "reason": self.reason}
 
 
 def _parse_target(method: str, target: str) -> tuple[str, int, str] | None:
@@ -112,32 +116,48 @@ class Proxy:
                 self._threads.append(t)
             t.start()
 
+    def _refuse(self, started: float, method: str, why: str) -> Connection:
+        """Record a request the proxy could not serve at all (no host, no port)."""
+        rec = Connection("", 0, method[:16], False, started, reason=f"malformed request: {why}")
+        with self._lock:
+            self.records.append(rec)
+        return rec
+
     def _handle(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
         rec: Connection | None = None
+        started = time.time()
         try:
             head = b""
             while b"\r\n\r\n" not in head:
                 chunk = client.recv(4096)
                 if not chunk:
+                    if head:
+                        rec = self._refuse(started, "", "closed before the end of its head")
                     return
                 head += chunk
                 if len(head) > HEAD_LIMIT:
+                    rec = self._refuse(started, head.split(b" ", 1)[0].decode("latin-1"),
+                                       f"head over {HEAD_LIMIT} bytes")
                     client.sendall(b"HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
                     return
             raw_head, _, body = head.partition(b"\r\n\r\n")
             lines = raw_head.decode("latin-1").split("\r\n")
             parts = lines[0].split(" ")
             if len(parts) != 3:
+                rec = self._refuse(started, "", "not an HTTP request line")
                 client.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
                 return
             method, target, version = parts
             parsed = _parse_target(method.upper(), target)
             if parsed is None:
+                rec = self._refuse(started, method.upper(), "unusable target")
                 client.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
                 return
             host, port, path = parsed
-            rec = Connection(host, port, method.upper(), self.allowed(host, port), time.time())
+            rec = Connection(host, port, method.upper(), self.allowed(host, port), started)
+            if not rec.allowed:
+                rec.reason = "not on the network allowlist"
             with self._lock:
                 self.records.append(rec)
             if not rec.allowed:

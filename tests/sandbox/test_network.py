@@ -3,6 +3,7 @@ journal's net.connect records with byte counts, and nothing left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sys
@@ -112,6 +113,12 @@ try:
     urllib.request.urlopen("https://denied.example.test/", timeout=10)
 except OSError as exc:
     print("refused:", exc)
+import os, socket
+proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+s = socket.create_connection(("127.0.0.1", int(proxy[1])), timeout=10)
+s.sendall(b"HELLO\\r\\n\\r\\n")
+print("malformed request answered:", s.recv(100).split(b"\\r\\n")[0].decode(), flush=True)
+s.close()
 text = open("calc.py").read().replace("return a - b", "return a + b")
 open("calc.py", "w").write(text)
 """)
@@ -133,6 +140,56 @@ open("calc.py", "w").write(text)
     denied = [r for r in proxied if not r["allowed"]]
     assert [(r["host"], r["port"]) for r in allowed] == [("127.0.0.1", model.port)]
     assert allowed[0]["bytes_in"] > 0 and allowed[0]["bytes_out"] > 0
-    assert [(r["host"], r["port"], r["bytes_in"], r["bytes_out"]) for r in denied] == [
-        ("denied.example.test", 443, 0, 0)]
+    assert [(r["host"], r["port"], r["bytes_in"], r["bytes_out"], r["reason"]) for r in denied] == [
+        ("denied.example.test", 443, 0, 0, "not on the network allowlist"),
+        ("", 0, 0, 0, "malformed request: not an HTTP request line")]
     assert not Path(started["sandbox"]["sockets"][0]).exists()
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        said = json.dumps([e.data for e in j.entries(kind="agent.output")])
+        (att,) = [e.data["attestation"] for e in j.entries(kind="attestation")]
+    assert "malformed request answered: HTTP/1.1 400 Bad Request" in said  # the attacker ran
+    assert att["verdict"] == "CLEAN" and att["refused"]["count"] == 2
+    assert [i["detail"] for i in att["refused"]["items"]] == [
+        "denied.example.test:443 not on the network allowlist",
+        ":0 malformed request: not an HTTP request line"]
+
+
+def _raw(sock_path: Path, data: bytes) -> bytes:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(sock_path))
+    s.sendall(data)
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    s.close()
+    return out
+
+
+def test_malformed_requests_are_recorded_with_their_reason(tmp_path: Path) -> None:
+    """A request line that is not HTTP, a target the proxy cannot use and a head over the limit
+    are answered 400/431 and each recorded as a refused net.connect with the reason; a denied
+    request carries its reason too."""
+    from ledger.sandbox.net import HEAD_LIMIT
+
+    proxy = Proxy(tmp_path / "p.sock", ["allowed.example:443"])
+    try:
+        answers = [_raw(proxy.path, b"HELLO\r\n\r\n"),
+                   _raw(proxy.path, b"GET ftp://x.example/ HTTP/1.1\r\n\r\n"),
+                   _raw(proxy.path, b"GET http://x.example/ HTTP/1.1\r\nX: " + b"a" * HEAD_LIMIT),
+                   _raw(proxy.path, b"CONNECT denied.example:443 HTTP/1.1\r\n\r\n")]
+    finally:
+        records = proxy.close()
+    assert [a.split(b"\r\n", 1)[0] for a in answers] == [
+        b"HTTP/1.1 400 Bad Request", b"HTTP/1.1 400 Bad Request",
+        b"HTTP/1.1 431 Request Header Fields Too Large", b"HTTP/1.1 403 Forbidden"]
+    assert len(records) == 4 and all(r["allowed"] is False for r in records)
+    assert all(r["bytes_in"] == 0 and r["bytes_out"] == 0 for r in records)
+    reasons = sorted(r["reason"] for r in records)
+    assert reasons == ["malformed request: head over 65536 bytes",
+                       "malformed request: not an HTTP request line",
+                       "malformed request: unusable target",
+                       "not on the network allowlist"]
+    denied = next(r for r in records if r["reason"] == "not on the network allowlist")
+    assert (denied["host"], denied["port"]) == ("denied.example", 443)
