@@ -22,13 +22,24 @@ from ledger.run.plan import RunRequest
 from ledger.run.summary import AttemptResult, RunSummary
 
 
+def _who(attempt_id: str) -> str:
+    """``task agent #repeat`` of an attempt id (the id itself when it does not parse)."""
+    parsed = parse_attempt_id(attempt_id)
+    if parsed is None:
+        return attempt_id
+    _run, task, agent, repeat, try_no = parsed
+    return f"{task} {agent} #{repeat}" + (f" (try {try_no})" if try_no > 1 else "")
+
+
 class LineProgress:
-    """Plain progress lines on stderr (no terminal, or --json)."""
+    """Plain progress lines on stderr (no terminal): a line when an attempt starts and one when
+    it ends; nothing with --json (``quiet``)."""
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
         self.total = 0
         self.done = 0
+        self.started: set[str] = set()
 
     def note(self, message: str) -> None:
         click.echo(message, err=True)
@@ -39,6 +50,12 @@ class LineProgress:
             click.echo(f"run {run_id}: {total} attempt(s)", err=True)
 
     def phase(self, attempt_id: str, phase: str) -> None:
+        if attempt_id not in self.started:
+            self.started.add(attempt_id)
+            if not self.quiet:
+                click.echo(f"started {_who(attempt_id)}", err=True)
+
+    def usage(self, attempt_id: str, tokens: int, cost_usd: float | None) -> None:
         pass
 
     def finished(self, result: AttemptResult) -> None:
@@ -52,7 +69,9 @@ class LineProgress:
 
 
 class BarProgress(LineProgress):
-    """A rich progress bar on a terminal; one line per finished attempt above it."""
+    """On a terminal (rich): a live line per running attempt (task, agent, phase, elapsed, model
+    tokens and cost so far where the agent reports them) under a bar of the run; a line per
+    finished attempt above them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,10 +85,12 @@ class BarProgress(LineProgress):
         )
 
         self.console = Console(stderr=True)
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=self.console, transient=True)
-        self.task_id: Any = None
-        self.phases: dict[str, str] = {}
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
+                            MofNCompleteColumn(), TextColumn("{task.fields[phase]}"),
+                            TimeElapsedColumn(), TextColumn("{task.fields[usage]}"),
+                            console=self.console, transient=True)
+        self.run_task: Any = None
+        self.rows: dict[str, Any] = {}  # attempt id -> its live line
 
     def note(self, message: str) -> None:
         self.console.print(message, markup=False, highlight=False)
@@ -78,18 +99,28 @@ class BarProgress(LineProgress):
         self.total = total
         self.console.print(f"run {run_id}: {total} attempt(s)", markup=False, highlight=False)
         self.bar.start()
-        self.task_id = self.bar.add_task("starting", total=total)
+        self.run_task = self.bar.add_task("run", total=total, phase="", usage="")
 
     def phase(self, attempt_id: str, phase: str) -> None:
-        parsed = parse_attempt_id(attempt_id)
-        self.phases[attempt_id] = f"{parsed[1] if parsed else attempt_id}: {phase}"
-        self.bar.update(self.task_id, description=", ".join(list(self.phases.values())[-2:]))
+        row = self.rows.get(attempt_id)
+        if row is None:
+            self.rows[attempt_id] = self.bar.add_task(f"  {_who(attempt_id)}", total=None,
+                                                      phase=phase, usage="")
+        else:
+            self.bar.update(row, phase=phase)
+
+    def usage(self, attempt_id: str, tokens: int, cost_usd: float | None) -> None:
+        row = self.rows.get(attempt_id)
+        if row is not None:
+            cost = f", ${cost_usd:.4f}" if cost_usd is not None else ""
+            self.bar.update(row, usage=f"{tokens} tokens{cost}")
 
     def finished(self, result: AttemptResult) -> None:
         self.done += 1
-        self.phases.pop(result.attempt, None)
-        self.bar.update(self.task_id, advance=1,
-                        description=", ".join(list(self.phases.values())[-2:]) or "finishing")
+        row = self.rows.pop(result.attempt, None)
+        if row is not None:
+            self.bar.remove_task(row)
+        self.bar.update(self.run_task, advance=1)
         self.console.print(f"{_label(result)}: {result.outcome}{_verdict(result)}"
                            f"{_secs(result.wall_s)}", markup=False, highlight=False)
 
@@ -102,10 +133,15 @@ def _label(r: AttemptResult) -> str:
 
 
 def _verdict(r: AttemptResult) -> str:
-    return f", {r.attestation}" if r.attestation else ""
+    """The attestation verdict after an attempt's outcome; none for an attempt that did not
+    complete (interrupted, or stopped by a harness failure): nothing it did was graded, and a
+    CLEAN next to it would read as a clean result."""
+    return f", {r.attestation}" if r.attestation and r.status == "completed" else ""
 
 
 def _attest_cell(r: AttemptResult) -> str:
+    if r.status != "completed":
+        return f"- ({r.outcome})"
     if not r.attestation:
         return "-"
     return r.attestation + (f" ({r.attestation_matches})" if r.attestation_matches else "")
@@ -138,7 +174,10 @@ def render_summary(s: RunSummary, saved: bool) -> str:
         lines += [f"agent {a.agent}: never reached its model in {a.unreached} of {a.attempts} "
                   f"attempt(s) ({a.kind}: {a.detail})" for a in s.unreached]
     lines += ["", f"checkpoint (tree size {s.tree_size}):", s.checkpoint.rstrip("\n"), ""]
-    if saved:
+    if saved and s.status == "interrupted":
+        lines += ["interrupted: the attempts that did not finish are recorded as such; to run them:",
+                  f"  ledger run --resume {s.run_id}"]
+    elif saved:
         lines += ["next:", f"  ledger report {s.run_id}", f"  ledger verify {s.run_id}"]
         shown = next((r for r in s.results if r.attestation == "DIRTY"), None) or next(
             (r for r in s.results if r.attestation_hash), None)
@@ -237,6 +276,8 @@ def _render(summary: RunSummary, as_json: bool, *, saved: bool,
             data["next"] = []
         if compare is not _NO_COMPARE:
             data["compare"] = compare
+        if saved and summary.status == "interrupted":
+            data["resume"] = f"ledger run --resume {summary.run_id}"
         emit_json(data)
         return
     click.echo(render_summary(summary, saved))

@@ -80,6 +80,8 @@ class Progress(Protocol):
 
     def phase(self, attempt_id: str, phase: str) -> None: ...
 
+    def usage(self, attempt_id: str, tokens: int, cost_usd: float | None) -> None: ...
+
     def finished(self, result: AttemptResult) -> None: ...
 
     def stop(self) -> None: ...
@@ -93,6 +95,9 @@ class NullProgress:
         pass
 
     def phase(self, attempt_id: str, phase: str) -> None:
+        pass
+
+    def usage(self, attempt_id: str, tokens: int, cost_usd: float | None) -> None:
         pass
 
     def finished(self, result: AttemptResult) -> None:
@@ -396,6 +401,8 @@ class Coordinator:
             self._flush()
         result = self.results[event.attempt_id]
         result.absorb(event.kind, event.data)
+        if event.kind == "model.response":
+            self.progress.usage(event.attempt_id, result.tokens_so_far, result.cost_usd)
         if event.kind == "attempt.finished":
             del self.in_flight[event.attempt_id]
             self.log.info("attempt.finished", attempt=event.attempt_id,

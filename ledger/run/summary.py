@@ -36,6 +36,7 @@ class AttemptResult:
     attestation_hash: str | None = None
     attestation_matches: int = 0
     agent_error: dict[str, Any] | None = None  # {kind, detail}: the agent never reached its model
+    tokens_so_far: int = 0  # model tokens of the journaled model.response entries (HTTP agent)
 
     @property
     def outcome(self) -> str:
@@ -51,7 +52,15 @@ class AttemptResult:
         return "passed" if ok else "failed"
 
     def absorb(self, kind: str, data: Mapping[str, Any]) -> None:
-        if kind == "agent.finished":
+        if kind == "model.response":
+            usage = data.get("usage")
+            if isinstance(usage, Mapping):
+                total = usage.get("total_tokens")
+                if not isinstance(total, int):
+                    total = sum(v for k in ("prompt_tokens", "completion_tokens")
+                                if isinstance(v := usage.get(k), int))
+                self.tokens_so_far += total if isinstance(total, int) else 0
+        elif kind == "agent.finished":
             self.wall_s = data.get("wall_s")
             self.cost_usd = data.get("cost_usd")
             self.timed_out = bool(data.get("timed_out"))

@@ -286,11 +286,12 @@ def _interrupted_run(tmp_path: Path, how: int) -> tuple[Path, str, Path, str]:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does
     else:
         os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == (130 if how == signal.SIGINT else -9)
     verify(home)
     run_id = entries(home)[0].run
     (flags / "fix-mul.hang").unlink()
+    (tmp_path / "run.out").write_text(out + err)
     return home, run_id, flags, spec
 
 
@@ -324,6 +325,10 @@ def test_ctrl_c_leaves_a_verifying_journal_and_resume_runs_only_unfinished(tmp_p
     assert [(e.task, e.data["status"]) for e in fin] == [("fix-add", "completed"), ("fix-mul", "interrupted")]
     assert next(e for e in items if e.kind == "run.finished").data["status"] == "interrupted"
     assert json.loads(ledger(["runs", "--json"], home).stdout)[0]["state"] == "interrupted"
+    printed = (tmp_path / "run.out").read_text()
+    assert f"ledger run --resume {run_id}" in printed  # what to type next
+    row = next(line for line in printed.splitlines() if line.startswith("fix-mul "))
+    assert "interrupted" in row and "CLEAN" not in row  # never a clean verdict for it
     _resume_and_check(home, run_id)
 
 
@@ -412,3 +417,44 @@ def test_compare_prints_the_delta_against_the_previous_run_of_the_same_tasks(hom
     text = ledger(["run", "--trace", "none", "--tier", "mini", "--agent", "noop", "--compare"], home)
     assert "compare with the previous run of the same task set:" in text.stdout
     assert "no task changed from passing to failing or back" in text.stdout
+
+
+def test_live_progress_has_a_line_per_running_attempt_with_its_tokens() -> None:
+    """On a terminal each running attempt has its own live line (task, agent, phase, tokens so
+    far), gone when it finishes; without a terminal, a plain line when it starts."""
+    import io
+
+    from rich.console import Console
+
+    from cli.run_cmds import BarProgress, LineProgress
+    from ledger.run.summary import AttemptResult
+
+    aid = "r-20261202T000000Z-aaaaaa/fix-sub/http-m/1/1"
+    bar = BarProgress()
+    bar.console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    bar.bar.live.console = bar.console
+    bar.start("r-20261202T000000Z-aaaaaa", 2)
+    bar.phase(aid, "agent")
+    bar.usage(aid, 1234, None)
+    shown = Console(file=io.StringIO(), width=120, record=True)
+    shown.print(bar.bar.get_renderable())
+    text = shown.export_text()
+    assert "fix-sub http-m #1" in text and "agent" in text and "1234 tokens" in text
+    bar.finished(AttemptResult(aid, "fix-sub", "http-m", 1, 1, status="completed"))
+    assert aid not in bar.rows
+    bar.stop()
+    lines = LineProgress()
+    lines.phase(aid, "workspace")
+    lines.phase(aid, "agent")
+    assert lines.started == {aid}
+
+
+def test_model_responses_add_up_to_the_tokens_so_far() -> None:
+    """Each journaled model.response adds its usage (total, or prompt + completion)."""
+    from ledger.run.summary import AttemptResult
+
+    r = AttemptResult("a", "t", "http-m", 1, 1)
+    r.absorb("model.response", {"usage": {"total_tokens": 100}})
+    r.absorb("model.response", {"usage": {"prompt_tokens": 30, "completion_tokens": 5}})
+    r.absorb("model.response", {"usage": None})
+    assert r.tokens_so_far == 135
