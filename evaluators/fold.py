@@ -430,7 +430,7 @@ def _rederive(run: TestRun, d: dict[str, Any], expected: tuple[str, ...] | None,
     whole = sum(run.counts.values()) == len(pairs)
     v = suite_verdict(exit_code=run.exit_code, timed_out=_bool(d, "timed_out", False),
                       report=report, tests=pairs, expected=expected if whole else None,
-                      required=required)
+                      required=required, extra_allowed=_bool(d, "extra_allowed", False))
     recorded = d.get("anomalies", [])
     if not isinstance(recorded, list) or not all(
             isinstance(x, dict) and isinstance(x.get("reason"), str) for x in recorded):

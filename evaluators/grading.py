@@ -54,7 +54,7 @@ def _ids(items: Sequence[str]) -> str:
 
 def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str, Any],
                   tests: Mapping[str, tuple[str, str]], expected: Sequence[str] | None,
-                  required: str = "passed") -> SuiteVerdict:
+                  required: str = "passed", extra_allowed: bool = False) -> SuiteVerdict:
     """The verdict of one pytest suite run under the reporter.
 
     ``report`` is ``Report.summary()`` as recorded (started, ended, exitstatus, collect_errors,
@@ -62,7 +62,9 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
     what pytest reported); ``expected`` the ids fixed before the agent started (None: unknown,
     only the channel and the exit code are checked). ``required``: "passed" (every expected id
     must pass) or "reported" (every expected id must be reported; a regression suite, whose
-    pre-existing failures ``regressions`` judges).
+    pre-existing failures ``regressions`` judges). ``extra_allowed``: ids beyond the expected
+    ones are not an anomaly (a regression suite run in the agent's own tree, without isolation,
+    where tests the agent added are collected too; they must still pass).
     """
     anomalies: list[tuple[str, str]] = []
     ended = bool(report.get("ended"))
@@ -106,7 +108,7 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
         if missing and not collect_errors and tests:
             anomalies.append(("missing-id", f"{len(missing)} expected test(s) never reported: "
                                             f"{_ids(missing)}"))
-        if unknown:
+        if unknown and not extra_allowed:
             anomalies.append(("unknown-id", f"{len(unknown)} test(s) that were not expected: "
                                             f"{_ids(unknown)}"))
         if not want:

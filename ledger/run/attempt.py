@@ -181,7 +181,7 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
               timeout: float, label: str | None = None,
               extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap,
               expected: Sequence[str] | None = None, required: str = "passed",
-              collect_only: bool = False) -> dict[str, Any]:
+              collect_only: bool = False, extra_allowed: bool = False) -> dict[str, Any]:
     """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry.
 
     A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``), whose
@@ -231,8 +231,10 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     verdict = suite_verdict(exit_code=code, timed_out=timed_out, report=summary,
                             tests=recorded_tests(tests) if len(report.tests) <= MAX_TESTS else {
                                 t: (r["outcome"], r["reported"]) for t, r in report.tests.items()},
-                            expected=expected, required=required)
+                            expected=expected, required=required, extra_allowed=extra_allowed)
     data["passed"] = verdict.passed
+    if extra_allowed:
+        data["extra_allowed"] = True
     if expected is not None:
         data["expected"] = len(expected)
     if verdict.anomalies:
@@ -408,9 +410,11 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     _result(out, "test.result", _hidden_suite(ws, task, redact, test_timeout,
                                               expected=_ids_of(expected)))
     if task.regression_command:
+        # the agent's own tree: tests it added are collected too (isolated grading drops them)
         _result(out, "test.result", run_suite(ws, "regression", task.regression_command,
                                               redact=redact, timeout=test_timeout,
-                                              expected=baseline_ids, required="reported"))
+                                              expected=baseline_ids, required="reported",
+                                              extra_allowed=True))
     out.entry("diff", diff)
     return ws
 

@@ -283,3 +283,36 @@ def test_a_worker_builds_a_commitment_once_per_task_and_key(tasks: dict[str, Tas
     other_key = _commitment(add, bytes(32))
     assert other_key is not first and other_key.key_id != first.key_id
     assert _commitment(sub, KEY).digest != first.digest
+
+
+def test_an_agent_that_adds_a_passing_test_is_graded_without_anomaly(tasks: dict[str, Task], tmp_path: Path) -> None:
+    """Without isolation the regression suite runs in the agent's own tree, so a test the agent
+    added is collected beside the baseline's: not an unknown id (it must pass like the rest)."""
+    spec = _script(tmp_path, "adds_test.py", """
+        open("calc.py", "w").write("def add(a, b):\\n    return a + b\\n\\n\\ndef mul(a, b):\\n    return a * b\\n")
+        open("tests/test_add_new.py", "w").write("from calc import add\\n\\n\\ndef test_new():\\n    assert add(1, 1) == 2\\n")
+        print("added tests/test_add_new.py")
+    """)
+    events = _run(_plan(tasks["fix-add"], spec))
+    reg = _one(events, "test.result", suite="regression")
+    assert {t["id"] for t in reg["tests"]} == {"tests/test_mul.py::test_mul",
+                                               "tests/test_add_new.py::test_new"}
+    assert reg["passed"] is True and reg["extra_allowed"] is True and "anomalies" not in reg
+    assert not [d for k, d in _entries(events) if k == "grading.anomaly"]
+
+
+def test_exit_code_alone_never_passes_a_pytest_suite(tasks: dict[str, Task], tmp_path: Path) -> None:
+    """An agent whose code exits 0 under pytest: both suites exit 0 and fail, with a
+    grading.anomaly each (without isolation too)."""
+    spec = _script(tmp_path, "exit0.py", """
+        text = open("calc.py").read()
+        open("calc.py", "w").write("import os, sys\\nif 'pytest' in sys.modules:\\n    os._exit(0)\\n" + text)
+        print("prepended os._exit(0) under pytest")
+    """)
+    events = _run(_plan(tasks["fix-add"], spec))
+    for suite in ("hidden", "regression"):
+        res = _one(events, "test.result", suite=suite)
+        assert res["exit_code"] == 0 and res["passed"] is False
+        assert [a["reason"] for a in res["anomalies"]] == ["no-end-record"]
+    assert sorted(d["suite"] for k, d in _entries(events) if k == "grading.anomaly") == [
+        "hidden", "regression"]
