@@ -3,8 +3,8 @@
     Evaluator        name and version (as ``view.recorded`` names them), the entry kinds it
                      reads, ``start(run_id)`` -> state, ``fold(state, entry)`` -> state,
                      ``view(state)`` -> the view, ``replay(entries, run_id)`` -> ReplayResult
-    REGISTRY         the golden score (evaluators.views) and the bench leaderboard
-                     (evaluators.leaderboard)
+    REGISTRY         the golden score (evaluators.views), the bench leaderboard
+                     (evaluators.leaderboard) and the statistics (evaluators.stats_view)
     replay_run       replays the views a run recorded, with each evaluator that recorded one
 
 Pure: entries in, values out.
@@ -116,7 +116,44 @@ class Leaderboard:
                                   evaluator_version=self.version, injected=placed.findings)
 
 
-REGISTRY: tuple[Evaluator, ...] = (Golden(), Leaderboard())
+def _sv() -> Any:
+    """evaluators.stats_view, imported on first use (a run without a statistics view, such as
+    one recorded before it existed, never loads it)."""
+    from evaluators import stats_view
+
+    return stats_view
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Intervals, clustered errors, pass@k and pass^k, flakiness, infra failures apart
+    (docs/SCORING.md, "Statistics")."""
+
+    # stats_view.EVALUATOR_NAME and EVALUATOR_VERSION (tests/evaluators/test_stats_view.py
+    # holds them equal)
+    name: str = "stats"
+    version: str = "1.0.0"
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return GOLDEN_KINDS | {"sandbox.failed"}
+
+    def start(self, run_id: str | None) -> Any:
+        return _sv().start(run_id)
+
+    def fold(self, state: Any, entry: Entry) -> Any:
+        return _sv().fold_entry(state, entry)
+
+    def view(self, state: Any) -> dict[str, Any]:
+        out: dict[str, Any] = _sv().view(state)
+        return out
+
+    def replay(self, entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+        out: views.ReplayResult = _sv().replay(entries, run_id)
+        return out
+
+
+REGISTRY: tuple[Evaluator, ...] = (Golden(), Leaderboard(), Statistics())
 
 
 def by_name(name: str) -> Evaluator | None:
@@ -151,5 +188,5 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
         injected=first.injected)
 
 
-__all__ = ["GOLDEN_KINDS", "REGISTRY", "Evaluator", "Golden", "Leaderboard", "by_name",
+__all__ = ["GOLDEN_KINDS", "REGISTRY", "Evaluator", "Golden", "Leaderboard", "Statistics", "by_name",
            "replay_run"]

@@ -321,4 +321,7 @@ def task_record(task: Task) -> dict[str, Any]:
         "max_duration_s": float(task.max_duration_s), "max_cost_usd": float(task.max_cost_usd),
         "max_tokens": int(task.max_tokens), "owned_files": list(task.owned_files),
         "expected_files_modified": list(task.expected_files_modified),
+        # where a mined or imported task came from (its cluster in the statistics), no commit
+        **({"source": {k: task.source[k] for k in ("repo", "format") if k in task.source}}
+           if task.source else {}),
     }

@@ -28,7 +28,7 @@ def _bench_run(forge: bool = False) -> BenchBuilder:
 def test_the_registry_names_each_evaluator_once_with_the_kinds_it_reads() -> None:
     """Names are unique, each lists the entry kinds it reads, and by_name finds it."""
     names = [ev.name for ev in REGISTRY]
-    assert names == ["golden", "bench"] and len(set(names)) == len(names)
+    assert names == ["golden", "bench", "stats"] and len(set(names)) == len(names)
     for ev in REGISTRY:
         assert ev.kinds and "view.recorded" in ev.kinds
         assert by_name(ev.name) is ev

@@ -42,7 +42,8 @@ def test_a_fresh_run_never_reads_its_entries_back(tmp_path: Path, monkeypatch: p
         entries = list(j.entries(run=summary.run_id))
     kinds = [e.kind for e in entries]
     assert kinds.count("judge.verdict") == 4 and kinds.count("attestation") == 4
-    assert kinds[-2:] == ["run.finished", "view.recorded"]
+    assert kinds[-3:] == ["run.finished", "view.recorded", "view.recorded"]
+    assert [e.data["evaluator"] for e in entries[-2:]] == ["golden", "stats"]
     assert replay_run(entries, summary.run_id).reproduced
 
 

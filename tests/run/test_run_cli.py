@@ -127,7 +127,8 @@ def test_run_oracle_and_noop_records_everything_and_verifies(home: Path) -> None
     check_vocabulary(items)
     kinds = [e.kind for e in items]
     assert kinds[0] == "run.started" and kinds[-1] == "view.recorded"
-    assert kinds[-2] == "run.finished" and kinds.count("attempt.finished") == 4
+    assert kinds[-3] == "run.finished" and kinds.count("attempt.finished") == 4
+    assert kinds[-2:] == ["view.recorded", "view.recorded"]  # the golden and statistics views
     assert kinds.count("judge.verdict") == 4
     finished = next(e for e in items if e.kind == "run.finished")
     before = [e for e in items if e.seq < finished.seq]
