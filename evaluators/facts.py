@@ -260,10 +260,20 @@ def attempt_order(a: AttemptState) -> tuple[str, str, int, int, str]:
 
 
 def facts_of(state: FoldState) -> tuple[list[AttemptFacts], list[AttemptFacts]]:
-    """Facts of the scored and of the superseded attempts of a folded run."""
+    """Facts of the scored and of the superseded attempts of a folded run.
+
+    Kept on the state until another entry that is not a ``view.recorded`` is folded (a view
+    changes no fact), so the golden and the statistics views of one point derive them once.
+    """
+    key = state.entries - state.by_kind.get("view.recorded", 0)
+    cached = state.facts_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
     scored, superseded = scored_attempts(state)
-    return ([derive(a, state.tasks.get(a.task or "")) for a in scored],
-            [derive(a, state.tasks.get(a.task or "")) for a in superseded])
+    out = ([derive(a, state.tasks.get(a.task or "")) for a in scored],
+           [derive(a, state.tasks.get(a.task or "")) for a in superseded])
+    state.facts_cache = (key, out)
+    return out
 
 
 def attempt_facts_from_entries(entries: Iterable[Entry], run_id: str | None = None,

@@ -107,6 +107,7 @@ class TaskInfo:
     max_cost_usd: float | None
     owned_files: tuple[str, ...]
     expected_files: tuple[str, ...]
+    cluster: str | None = None  # the statistics' cluster (evaluators/stats_view.py)
 
     @property
     def named_files(self) -> tuple[str, ...]:
@@ -173,6 +174,8 @@ class AttemptState:
     judge: dict[str, Any] | None = None  # the latest valid judge.verdict
     attestation: str | None = None  # the latest verdict
     isolation: str | None = None  # the latest attestation's isolation ("sandbox"/"none")
+    agent_error: str | None = None  # agent.finished's agent_error kind (never reached a model)
+    sandbox_failed: str | None = None  # what a sandbox.failed entry said (an infra failure)
 
 
 @dataclass
@@ -212,6 +215,11 @@ class FoldState:
     # without a second pass; (state) -> view.
     view_fn: Callable[[FoldState], dict[str, Any]] | None = None
     view_name: str | None = None
+    # More views computed in the same pass (evaluator name -> view function): the registry
+    # replays the golden and statistics views of a run with one fold.
+    other_views: dict[str, Callable[[FoldState], dict[str, Any]]] = field(default_factory=dict)
+    # facts_of's last result and the point it was derived at (evaluators/facts.py)
+    facts_cache: tuple[int, Any] | None = None
     # Entries the run's structure does not place where they claim to be (evaluators/structure.py):
     # not folded, reported by replay and verify as ``injected``.
     injected: list[Finding] = field(default_factory=list)
@@ -273,7 +281,7 @@ def _on_run_started(state: FoldState, entry: Entry) -> None:
             id=_str(t, "id"), title=_opt_str(t, "title"), tier=_opt_str(t, "tier"),
             hash=_opt_str(t, "hash"), max_duration_s=_opt_num(t, "max_duration_s"),
             max_cost_usd=_opt_num(t, "max_cost_usd"), owned_files=_str_list(t, "owned_files"),
-            expected_files=_str_list(t, "expected_files_modified"))
+            expected_files=_str_list(t, "expected_files_modified"), cluster=_cluster_of(t))
         parsed[info.id] = info
     named: dict[str, dict[str, Any]] = {}
     for ag in agents:
@@ -287,6 +295,22 @@ def _on_run_started(state: FoldState, entry: Entry) -> None:
     state.config = config
     state.tasks = parsed
     state.agents = named
+
+
+def _cluster_of(task: dict[str, Any]) -> str:
+    """A task's cluster for the statistics: its recorded source repository, else its suite
+    (source format), else its tier, else the task itself (docs/SCORING.md, "Statistics")."""
+    source = task.get("source")
+    if isinstance(source, dict):
+        repo, fmt = source.get("repo"), source.get("format")
+        if isinstance(repo, str) and repo:
+            return "repo:" + repo
+        if isinstance(fmt, str) and fmt:
+            return "suite:" + fmt
+    tier = task.get("tier")
+    if isinstance(tier, str) and tier:
+        return "tier:" + tier
+    return "task:" + str(task.get("id"))
 
 
 def _on_run_resumed(state: FoldState, entry: Entry) -> None:
@@ -309,6 +333,8 @@ def _on_view_recorded(state: FoldState, entry: Entry) -> None:
     computed = None
     if state.view_fn is not None and evaluator == state.view_name:
         computed = state.view_fn(state)
+    elif evaluator in state.other_views:
+        computed = state.other_views[evaluator](state)
     state.recorded_views.append(RecordedView(entry.seq, evaluator, version, recorded, computed))
 
 
@@ -381,6 +407,17 @@ def _on_agent_finished(state: FoldState, entry: Entry) -> None:
     (a.exit_code, a.signal, a.wall_s, a.timed_out, a.crashed, a.orphans, a.telemetry,
      a.cost_usd, a.tokens_in, a.tokens_out) = values
     a.agent_finished = True
+    err = d.get("agent_error")
+    a.agent_error = err.get("kind") if isinstance(err, dict) and isinstance(
+        err.get("kind"), str) else None
+
+
+def _on_sandbox_failed(state: FoldState, entry: Entry) -> None:
+    """``sandbox.failed {stage, backend, message}``: the attempt's sandbox did not start."""
+    d = entry.data
+    a = _attempt(state, entry)
+    a.sandbox_failed = (f"{_opt_str(d, 'backend') or 'sandbox'} failed at "
+                        f"{_opt_str(d, 'stage') or '?'}: {_opt_str(d, 'message') or ''}")
 
 
 def _on_signal_result(state: FoldState, entry: Entry) -> None:
@@ -588,6 +625,7 @@ _HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
     "tool.result": _on_activity,
     "agent.output": _on_attempt_known,
     "agent.finished": _on_agent_finished,
+    "sandbox.failed": _on_sandbox_failed,
     "signal.result": _on_signal_result,
     "grading.expected": _on_grading_expected,
     "grading.anomaly": _on_grading_anomaly,

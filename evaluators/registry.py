@@ -134,15 +134,13 @@ class Statistics:
     name: str = "stats"
     version: str = "1.0.0"
 
-    @property
-    def kinds(self) -> frozenset[str]:
-        return GOLDEN_KINDS | {"sandbox.failed"}
+    kinds: frozenset[str] = GOLDEN_KINDS  # the golden fold's (sandbox.failed among them)
 
-    def start(self, run_id: str | None) -> Any:
-        return _sv().start(run_id)
+    def start(self, run_id: str | None) -> golden_fold.FoldState:
+        return golden_fold.new_state(run_id)
 
-    def fold(self, state: Any, entry: Entry) -> Any:
-        return _sv().fold_entry(state, entry)
+    def fold(self, state: golden_fold.FoldState, entry: Entry) -> golden_fold.FoldState:
+        return golden_fold.fold(state, entry)
 
     def view(self, state: Any) -> dict[str, Any]:
         out: dict[str, Any] = _sv().view(state)
@@ -169,6 +167,10 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     """
     seen = [e for e in entries if e.run == run_id]
     recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
+    if Statistics.name in recorded and "bench" not in recorded:
+        # the golden and statistics views are views of one fold: replayed in one pass
+        return views.replay(seen, run_id, evaluators=_sv().EVALUATORS,
+                            golden=views.EVALUATOR_NAME in recorded)
     results = [ev.replay(seen, run_id) for ev in REGISTRY if ev.name in recorded]
     if not results:
         return REGISTRY[0].replay(seen, run_id)

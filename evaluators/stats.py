@@ -260,8 +260,9 @@ def bootstrap_mean(values: Sequence[float], seed: int, resamples: int,
         return None
     draws = splitmix64(seed)
     means = []
+    picks = range(n)
     for _ in range(resamples):
-        means.append(math.fsum(values[next(draws) % n] for _ in range(n)) / n)
+        means.append(math.fsum([values[next(draws) % n] for _ in picks]) / n)
     means.sort()
     tail = (1.0 - level) / 2.0
     return (means[int(math.floor(tail * (resamples - 1)))],

@@ -5,10 +5,9 @@ failures apart, as one pure projection of a run (docs/SCORING.md, "Statistics").
     stats_of(entries, run_id, count_infra=False)     the same view in one call
     replay(entries, run_id)                          vs the run's ``view.recorded`` of "stats"
 
-It folds the golden evaluator's state (evaluators/fold.py, so both read the same facts) plus two
-things the golden fold does not keep: each task's recorded ``source`` (its cluster) and what
-marks an attempt as an infrastructure failure (``sandbox.failed``, ``agent.finished``'s
-``agent_error``). Deterministic: the bootstrap draws come from a seed derived from the run id
+It is a view of the golden evaluator's fold (evaluators/fold.py, so both read the same facts; the
+fold keeps each task's cluster and each attempt's ``sandbox.failed`` and ``agent_error`` for it),
+so a run's writer and ``ledger replay`` fold once for both views. Deterministic: the bootstrap draws come from a seed derived from the run id
 (``stats.seed_of``), never from global random state.
 
 Infrastructure failures (``INFRA_KINDS``, a closed set, derived per attempt from recorded facts):
@@ -31,97 +30,39 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evaluators import score as sc
 from evaluators import stats as st
 from evaluators import views
 from evaluators.facts import AttemptFacts, facts_of
-from evaluators.fold import FoldState, fold, new_state
-from evaluators.structure import trusted
+from evaluators.fold import AttemptState, FoldState, fold_all, new_state
 from ledger.journal.codec import Entry
 
 EVALUATOR_NAME = "stats"
 EVALUATOR_VERSION = "1.0.0"
-RESAMPLES = 1000  # bootstrap draws per interval
+RESAMPLES = 1000  # bootstrap draws per interval (overall, per agent, per tier; not agent x tier)
 MAX_K = 10  # pass@k and pass^k for k = 1..min(MAX_K, n) and k = n (n: the fewest repeats)
 LIST_LIMIT = 100  # infra failures and flaky tasks listed (the counts are always complete)
 INFRA_KINDS = ("sandbox", "endpoint", "disk_full", "executor", "harness")
 ENDPOINT_ERRORS = frozenset({"unreachable", "model_error"})
 CLUSTER_RULE = ("a task's cluster is its recorded source repository (source.repo), else its "
-                "suite (source.format), else its tier, else the task itself")
+                "suite (source.format), else its tier, else the task itself")  # fold._cluster_of
 _DISK = re.compile(r"no space left on device|\bENOSPC\b|\[Errno 28\]|disk (is )?full",
                    re.IGNORECASE)
 _EXECUTOR = re.compile(r"failed on node|lost on node|task archive|runs eval-ledger|ray task|"
                        r"worker (died|crashed)|executor", re.IGNORECASE)
 
 
-@dataclass
-class StatsState:
-    """The golden fold plus each task's cluster and each attempt's infra marks."""
-
-    fold: FoldState
-    sources: dict[str, str] = field(default_factory=dict)  # task -> cluster key
-    sandbox_failed: dict[str, str] = field(default_factory=dict)  # attempt -> message
-    agent_errors: dict[str, str] = field(default_factory=dict)  # attempt -> agent_error kind
-
-
-def start(run_id: str | None) -> StatsState:
-    return StatsState(fold=new_state(run_id))
-
-
-def _cluster_key(task: Mapping[str, Any]) -> str:
-    source = task.get("source")
-    if isinstance(source, Mapping):
-        repo, fmt = source.get("repo"), source.get("format")
-        if isinstance(repo, str) and repo:
-            return "repo:" + repo
-        if isinstance(fmt, str) and fmt:
-            return "suite:" + fmt
-    tier = task.get("tier")
-    if isinstance(tier, str) and tier:
-        return "tier:" + tier
-    return "task:" + str(task.get("id"))
-
-
-def fold_entry(state: StatsState, entry: Entry) -> StatsState:
-    """Fold one entry: the golden fold, then what only the statistics need."""
-    fold(state.fold, entry)
-    return fold_extras(state, entry)
-
-
-def fold_extras(state: StatsState, entry: Entry) -> StatsState:
-    """What only the statistics need of an entry already folded into ``state.fold`` (a run's
-    writer shares its golden fold this way, so nothing is folded twice)."""
-    fs = state.fold
-    if entry.run != fs.run_id:
-        return state
-    kind, d = entry.kind, entry.data
-    if kind == "run.started":
-        tasks = d.get("tasks")
-        if isinstance(tasks, list):
-            state.sources = {str(t.get("id")): _cluster_key(t) for t in tasks
-                             if isinstance(t, dict)}
-    elif kind == "sandbox.failed":
-        attempt = d.get("attempt")
-        if isinstance(attempt, str):
-            stage, backend, msg = d.get("stage"), d.get("backend"), d.get("message")
-            state.sandbox_failed[attempt] = f"{backend} sandbox failed at {stage}: {msg}"
-    elif kind == "agent.finished":
-        attempt, err = d.get("attempt"), d.get("agent_error")
-        if isinstance(attempt, str) and isinstance(err, dict) and isinstance(err.get("kind"), str):
-            state.agent_errors[attempt] = err["kind"]
-    return state
-
-
-def infra_kind(f: AttemptFacts, state: StatsState) -> tuple[str, str] | None:
-    """(kind, detail) when the attempt failed because the harness or the machine did, else None."""
+def infra_kind(f: AttemptFacts, a: AttemptState | None) -> tuple[str, str] | None:
+    """(kind, detail) when the attempt failed because the harness or the machine did, else None.
+    ``a`` is the attempt's fold state (its ``sandbox_failed`` and ``agent_error``)."""
     if f.passed:
         return None
     error = f.error or ""
-    if f.attempt in state.sandbox_failed:
-        detail = state.sandbox_failed[f.attempt]
+    if a is not None and a.sandbox_failed is not None:
+        detail = a.sandbox_failed
         return ("disk_full" if _DISK.search(detail) else "sandbox"), detail
     if f.status == "error":
         if _DISK.search(error):
@@ -129,7 +70,7 @@ def infra_kind(f: AttemptFacts, state: StatsState) -> tuple[str, str] | None:
         if _EXECUTOR.search(error):
             return "executor", error
         return "harness", error
-    kind = state.agent_errors.get(f.attempt)
+    kind = a.agent_error if a is not None else None
     if kind in ENDPOINT_ERRORS:
         return "endpoint", f"agent_error {kind}"
     if _DISK.search(error):
@@ -152,7 +93,7 @@ class Row:
     cluster: str
 
 
-def _group_summary(rows: Sequence[Row], seed: int, level: float) -> dict[str, Any]:
+def _group_summary(rows: Sequence[Row], seed: int | None, level: float) -> dict[str, Any]:
     n = len(rows)
     k = sum(1 for r in rows if r.passed)
     by_task: dict[str, list[Row]] = {}
@@ -164,7 +105,7 @@ def _group_summary(rows: Sequence[Row], seed: int, level: float) -> dict[str, An
     clusters = [by_task[t][0].cluster for t in tasks]
     w = st.wilson(k, n, level)
     score_t = st.t_interval(score_means, level)
-    boot = st.bootstrap_mean(score_means, seed, RESAMPLES, level)
+    boot = st.bootstrap_mean(score_means, seed, RESAMPLES, level) if seed is not None else None
     c_pass = st.clustered(pass_means, clusters)
     c_score = st.clustered(score_means, clusters)
     se = c_pass["stderr"] if c_pass["stderr"] is not None else c_pass["naive_stderr"]
@@ -176,7 +117,8 @@ def _group_summary(rows: Sequence[Row], seed: int, level: float) -> dict[str, An
                   "high": score_t["high"], "method": "t over task means",
                   "bootstrap": {"low": boot[0] if boot else None,
                                 "high": boot[1] if boot else None,
-                                "resamples": RESAMPLES if boot else 0, "seed": seed}},
+                                "resamples": RESAMPLES if boot else 0, "seed": seed}
+                  if seed is not None else None},
         "clustered": {"clusters": c_pass["clusters"],
                       "pass_rate": {"stderr": c_pass["stderr"],
                                     "naive_stderr": c_pass["naive_stderr"],
@@ -211,10 +153,9 @@ def _pattern(rows: Sequence[Row], infra: Mapping[int, bool]) -> str:
                    "x" if i in infra else "." for i in range(1, top + 1))
 
 
-def view_data(state: StatsState, *, count_infra: bool = False,
+def view_data(fs: FoldState, *, count_infra: bool = False,
               level: float = st.LEVEL) -> dict[str, Any]:
     """The statistics view before ``normalize``."""
-    fs = state.fold
     scored, _ = facts_of(fs)
     run_id = fs.run_id or ""
     rows: list[Row] = []
@@ -223,7 +164,7 @@ def view_data(state: StatsState, *, count_infra: bool = False,
     by_kind = dict.fromkeys(INFRA_KINDS, 0)
     for f in scored:
         task, agent = f.task or "unknown", f.agent or "unknown"
-        mark = infra_kind(f, state)
+        mark = infra_kind(f, fs.attempts.get(f.attempt))
         if mark is not None:
             by_kind[mark[0]] += 1
             infra_rows.append({"attempt": f.attempt, "task": task, "agent": agent,
@@ -234,7 +175,7 @@ def view_data(state: StatsState, *, count_infra: bool = False,
         score = 0.0 if mark is not None else sc.golden(sc.components([f]))
         rows.append(Row(task, agent, f.tier or "unknown", f.repeat or 0,
                         f.passed and mark is None, score,
-                        state.sources.get(task, "task:" + task)))
+                        _cluster(fs, task)))
     per_agent: dict[str, list[Row]] = {}
     per_tier: dict[str, list[Row]] = {}
     per_agent_tier: dict[str, dict[str, list[Row]]] = {}
@@ -245,14 +186,14 @@ def view_data(state: StatsState, *, count_infra: bool = False,
         per_agent_tier.setdefault(r.agent, {}).setdefault(r.tier, []).append(r)
         groups.setdefault((r.task, r.agent), []).append(r)
 
-    def summary(rs: Sequence[Row], *label: str) -> dict[str, Any]:
-        return _group_summary(rs, st.seed_of(run_id, "score", *label), level)
+    def summary(rs: Sequence[Row], *label: str, boot: bool = True) -> dict[str, Any]:
+        return _group_summary(rs, st.seed_of(run_id, "score", *label) if boot else None, level)
 
     agents_out = {}
     for agent, rs in sorted(per_agent.items()):
         s = summary(rs, "agent", agent)
         s["pass_k"] = _pass_k({key: g for key, g in groups.items() if key[1] == agent})
-        s["per_tier"] = {t: summary(trs, "agent", agent, "tier", t)
+        s["per_tier"] = {t: summary(trs, "agent", agent, "tier", t, boot=False)
                          for t, trs in sorted(per_agent_tier[agent].items())}
         agents_out[agent] = s
     tasks_out: dict[str, dict[str, Any]] = {}
@@ -270,7 +211,7 @@ def view_data(state: StatsState, *, count_infra: bool = False,
         if (task, agent) not in groups:  # every attempt of the pair was an infra failure
             tasks_out.setdefault(task, {})[agent] = {
                 "n": 0, "passed": 0, "score_mean": None, "flip_rate": None,
-                "pattern": _pattern((), marks), "cluster": state.sources.get(task, "task:" + task)}
+                "pattern": _pattern((), marks), "cluster": _cluster(fs, task)}
     flaky.sort(key=lambda r: (-float(r["flip_rate"] or 0), r["task"], r["agent"]))
     return {
         "evaluator": {"name": EVALUATOR_NAME, "version": EVALUATOR_VERSION},
@@ -290,75 +231,51 @@ def view_data(state: StatsState, *, count_infra: bool = False,
     }
 
 
-def view(state: StatsState) -> dict[str, Any]:
+def _cluster(fs: FoldState, task: str) -> str:
+    info = fs.tasks.get(task)
+    return info.cluster if info is not None and info.cluster else "task:" + task
+
+
+def view(state: FoldState) -> dict[str, Any]:
     """The recorded statistics view (infra failures excluded), normalised."""
     out: dict[str, Any] = views.normalize(view_data(state))
     return out
 
 
-def fold_entries(entries: Iterable[Entry], run_id: str | None) -> StatsState:
-    """Fold the entries the run's structure places (evaluators/structure.py)."""
-    state = start(run_id)
-    kept = trusted(entries, run_id)
-    state.fold.injected.extend(kept.findings)
-    for e in kept.entries:
-        fold_entry(state, e)
-    return state
+# what views.replay takes to replay this view in the golden evaluator's pass
+EVALUATORS = {EVALUATOR_NAME: (EVALUATOR_VERSION, view_data)}
+
+
+def start(run_id: str | None) -> FoldState:
+    return new_state(run_id)
 
 
 def stats_of(entries: Iterable[Entry], run_id: str | None = None, *, count_infra: bool = False,
              level: float = st.LEVEL) -> dict[str, Any]:
     """The statistics view of a run from its entries (what ``ledger report`` shows)."""
     out: dict[str, Any] = views.normalize(
-        view_data(fold_entries(entries, run_id), count_infra=count_infra, level=level))
+        view_data(fold_all(entries, new_state(run_id)), count_infra=count_infra, level=level))
     return out
 
 
 def infra_attempts(entries: Iterable[Entry], run_id: str) -> dict[str, str]:
     """attempt id -> infra kind, for every scored attempt of the run that is an infra failure
     (what ``ledger run --resume RUN --retry infra`` runs again)."""
-    state = fold_entries(entries, run_id)
-    scored, _ = facts_of(state.fold)
+    fs = fold_all(entries, new_state(run_id))
+    scored, _ = facts_of(fs)
     out = {}
     for f in scored:
-        mark = infra_kind(f, state)
+        mark = infra_kind(f, fs.attempts.get(f.attempt))
         if mark is not None:
             out[f.attempt] = mark[0]
     return out
 
 
 def replay(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
-    """Recompute every recorded statistics view of ``run_id`` and compare it field by field."""
-    seen = [e for e in entries if e.run == run_id]
-    state = start(run_id)
-    kept = trusted(seen, run_id)
-    replayed: list[views.ReplayedView] = []
-    for e in kept.entries:
-        if e.kind == "view.recorded" and e.data.get("evaluator") == EVALUATOR_NAME:
-            computed = view(state)
-            diffs = views.diff_values(e.data.get("view"), computed)
-            replayed.append(views.ReplayedView(e.seq, EVALUATOR_NAME,
-                                               str(e.data.get("version")), True,
-                                               tuple(diffs[:views.MAX_DIFFS]), len(diffs)))
-        fold_entry(state, e)
-    fs = state.fold
-    status = views._status(fs)
-    if not replayed:
-        message, ok = f"run {run_id} ({status}) recorded no {EVALUATOR_NAME} view", False
-    elif all(v.diff_count == 0 for v in replayed):
-        message = f"reproduced: {len(replayed)} {EVALUATOR_NAME} view(s) recomputed identically"
-        ok = True
-    else:
-        bad = sum(v.diff_count for v in replayed)
-        message, ok = f"not reproduced: {bad} {EVALUATOR_NAME} field(s) differ", False
-    return views.ReplayResult(run_id=run_id, status=status, reproduced=ok,
-                              views=tuple(replayed), entries=fs.entries,
-                              unknown=dict(fs.unknown), malformed=dict(fs.malformed),
-                              message=message, evaluator=EVALUATOR_NAME,
-                              evaluator_version=EVALUATOR_VERSION,
-                              injected=tuple(kept.findings))
+    """Recompute every recorded statistics view of ``run_id`` and compare it field by field
+    (one fold; with the golden view too when the run recorded both: evaluators/registry.py)."""
+    return views.replay(entries, run_id, evaluators=EVALUATORS, golden=False)
 
 
 __all__ = ["CLUSTER_RULE", "EVALUATOR_NAME", "EVALUATOR_VERSION", "INFRA_KINDS", "Row",
-           "StatsState", "fold_entries", "fold_entry", "fold_extras", "infra_attempts", "infra_kind", "replay",
-           "start", "stats_of", "view", "view_data"]
+           "infra_attempts", "infra_kind", "replay", "start", "stats_of", "view", "view_data"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -442,15 +442,29 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def replay(entries: Iterable[Entry], run_id: str) -> ReplayResult:
+def replay(entries: Iterable[Entry], run_id: str, *,
+           evaluators: Mapping[str, tuple[str, Callable[[FoldState], dict[str, Any]]]]
+           | None = None,
+           golden: bool = True) -> ReplayResult:
     """Recompute every recorded view of ``run_id`` and compare it field by field.
 
     Each ``view.recorded`` entry is compared with the view of the run's entries before it.
-    ``reproduced`` is True when at least one view of this evaluator was recorded and every one
+    ``reproduced`` is True when at least one view of these evaluators was recorded and every one
     of them is identical; views of other evaluators are listed as not replayed.
+    ``evaluators``: more views of the same fold (name -> (version, the view before
+    ``normalize``)), replayed
+    in the same pass (the statistics view, evaluators/stats_view.py); ``golden=False`` replays
+    only those.
     """
+    state = _prepared_for_replay(run_id)
+    if not golden:
+        state.view_fn, state.view_name = None, None
+    others = dict(evaluators or {})
+    state.other_views = {name: fn for name, (_, fn) in others.items()}
+    names = ([EVALUATOR_NAME] if golden else []) + sorted(others)
+    label = " and ".join(names)
     with _cyclic_gc_paused():
-        state = fold_all(entries, _prepared_for_replay(run_id))
+        state = fold_all(entries, state)
     views: list[ReplayedView] = []
     for rv in state.recorded_views:
         if rv.computed is None:
@@ -467,7 +481,7 @@ def replay(entries: Iterable[Entry], run_id: str) -> ReplayResult:
         message = f"run {run_id} has no entries"
         ok = False
     elif not mine:
-        message = (f"run {run_id} ({status}) recorded no {EVALUATOR_NAME} view to compare with")
+        message = (f"run {run_id} ({status}) recorded no {label} view to compare with")
         ok = False
     elif all(v.diff_count == 0 for v in mine):
         message = f"reproduced: {len(mine)} view(s) of run {run_id} recomputed identically"
@@ -479,7 +493,10 @@ def replay(entries: Iterable[Entry], run_id: str) -> ReplayResult:
     if state.injected:
         message += (f"; {len(state.injected)} injected entr{'y' if len(state.injected) == 1 else 'ies'} "
                     "set aside (not placed by the run's structure)")
+    versions = {EVALUATOR_NAME: EVALUATOR_VERSION, **{n: v for n, (v, _) in others.items()}}
     return ReplayResult(run_id=run_id, status=status, reproduced=ok, views=tuple(views),
                         entries=state.entries, unknown=dict(state.unknown),
                         malformed=dict(state.malformed), message=message,
+                        evaluator="+".join(names),
+                        evaluator_version="+".join(versions[n] for n in names),
                         injected=tuple(state.injected))

@@ -236,11 +236,6 @@ class Coordinator:
         self.writer = JournalWriter(journal, plan.run_id, self.gate)
         self.log = get_logger(run=plan.run_id)
         self.writer.listeners.append(self._track)
-        from evaluators import stats_view
-
-        # the statistics view shares the writer's golden fold and folds only its extras
-        self.stats = stats_view.StatsState(fold=self.writer.state)
-        self.writer.listeners.append(lambda e: stats_view.fold_extras(self.stats, e))
         self.results: dict[str, AttemptResult] = {}
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
@@ -524,8 +519,8 @@ class Coordinator:
             self.writer.append_many(items)
 
     def _record_view(self) -> None:
-        """``view.recorded``: the golden view of the run's fold, then the statistics view (what
-        ``ledger replay`` checks)."""
+        """``view.recorded``: the golden view of the run's fold, then the statistics view of the
+        same fold (what ``ledger replay`` checks)."""
         from evaluators import stats_view
         from evaluators.views import EVALUATOR_NAME, EVALUATOR_VERSION, view
 
@@ -533,7 +528,7 @@ class Coordinator:
                                       "view": view(self.writer.state)})
         self.append("view.recorded", {"evaluator": stats_view.EVALUATOR_NAME,
                                       "version": stats_view.EVALUATOR_VERSION,
-                                      "view": stats_view.view(self.stats)})
+                                      "view": stats_view.view(self.writer.state)})
 
 
 def _finished(entries: Sequence[Entry]) -> bool:

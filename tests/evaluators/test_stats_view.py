@@ -228,3 +228,40 @@ def test_error_statuses_map_to_one_kind(error: str, kind: str) -> None:
     b.finished()
     v = stats_of(b.entries)
     assert [r["kind"] for r in v["infra"]["listed"]] == [kind]
+
+
+def test_golden_and_statistics_views_replay_in_one_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """replay_run folds a run with both views once, and derives its facts once per view point."""
+    from evaluators import facts, views
+
+    b = stats_run()
+    calls = {"fold_all": 0, "derive": 0}
+    real_fold_all, real_derive = views.fold_all, facts.derive
+
+    def counting_fold_all(*a: object, **k: object) -> object:
+        calls["fold_all"] += 1
+        return real_fold_all(*a, **k)  # type: ignore[arg-type]
+
+    def counting_derive(*a: object, **k: object) -> object:
+        calls["derive"] += 1
+        return real_derive(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(views, "fold_all", counting_fold_all)
+    monkeypatch.setattr(facts, "derive", counting_derive)
+    result = replay_run(b.entries, b.run)
+    assert result.reproduced and result.evaluator == "golden+stats"
+    attempts = len({e.data["attempt"] for e in b.entries if e.kind == "attempt.started"})
+    assert calls == {"fold_all": 1, "derive": attempts}
+
+
+def test_sandbox_failed_is_a_known_kind_of_the_fold() -> None:
+    """sandbox.failed is folded (not counted as an unknown kind) and marks its attempt."""
+    from evaluators.fold import fold_all, new_state
+
+    b = stats_run(record=False)
+    state = fold_all(b.entries, new_state(b.run))
+    assert "sandbox.failed" not in state.unknown
+    marked = [a for a in state.attempts.values() if a.sandbox_failed]
+    assert [a.attempt.split("/", 1)[1] for a in marked] == ["t3/beta/4/1"]
+    assert marked[0].sandbox_failed == ("bwrap failed at start: setting up uid map: "
+                                        "Permission denied")
