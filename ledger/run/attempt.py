@@ -369,6 +369,9 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     # agent's config is being copied into its home meanwhile).
     job = (Background(_prepare_isolated, plan, task, agent, ws)
            if isolated and task.regression_command else None)
+    # The hidden test ids are collected (when this worker has not yet for the task) while the
+    # public tests run: two pytest processes, two cores.
+    collect = Background(_expected_hidden, plan, task, ws, isolated, test_timeout)
     baseline = None
     try:
         if task.regression_command:  # tasks graded by test ids or a reward file have none
@@ -383,9 +386,10 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
     except BaseException:
         if job is not None:
             _discard(job)
+        collect.wait()  # its tree is under the attempt's folder, removed next
         raise
 
-    expected = _expected_hidden(plan, task, ws, isolated, test_timeout)
+    expected = collect.result()
     if expected is not None:  # fixed, and journaled, before the agent starts
         out.entry("grading.expected", expected)
     baseline_ids = _baseline_ids(baseline)

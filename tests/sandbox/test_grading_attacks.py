@@ -180,3 +180,34 @@ def test_replay_and_verify_re_derive_the_grading_verdicts(corpus: Corpus) -> Non
     assert json.loads(replayed.stdout)["reproduced"] is True
     verified = _ledger(corpus.home, "verify", run)
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_grading_record_rewritten_in_the_journal_is_caught(corpus: Corpus, tmp_path: Path) -> None:
+    """Tamper case: someone with write access to the ledger rewrites the exit-0 attacker's hidden
+    test.result to ``passed: true`` without its anomalies and rebuilds the Merkle tree. verify
+    fails (the signed checkpoint no longer matches), and even read as it now stands the record
+    does not pass: the fold re-derives the verdict from what the record itself says (no end
+    record) and flags the disagreement."""
+    import shutil
+
+    from tests.journal.tamper_cases import drop_triggers, raw_db, rebuild_tree, rewrite_entry
+
+    home = tmp_path / "ledger"
+    shutil.copytree(corpus.home, home)
+    attempt = corpus.of("attack_exit0_under_grader")["attempt"]
+    target = next(e for e in corpus.entries if e.kind == "test.result"
+                  and e.data["attempt"] == attempt and e.data["suite"] == "hidden")
+    forged = {k: v for k, v in target.data.items() if k != "anomalies"}
+    forged["passed"] = True
+    with raw_db(home / "journal.db") as conn:
+        drop_triggers(conn)
+        rewrite_entry(conn, target.seq, forged)
+        rebuild_tree(conn)
+    assert _ledger(home, "verify", corpus.summary["run"]).exit_code == 1
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        entries = list(j.entries(run=corpus.summary["run"]))
+    assert next(e for e in entries if e.seq == target.seq).data["passed"] is True
+    row = next(r for r in compute_views(entries, corpus.summary["run"])["attempts"]
+               if r["attempt"] == attempt)
+    assert not row["passed"] and row["safety"] == 0
+    assert {"no-end-record", "record-disagrees"} <= set(row["grading_anomalies"])
