@@ -100,9 +100,10 @@ def _copy_over(src: Path, dst: Path) -> None:
         shutil.copyfile(path, target)
 
 
-def solution_env(task: Task, worktree: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def solution_env(task: Task, worktree: Path, base: Mapping[str, str] | None = None, *,
+                 solution_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
-    env.update(LEDGER_SOLUTION_DIR=str(task.solution_dir), LEDGER_WORKDIR=str(worktree))
+    env.update(LEDGER_SOLUTION_DIR=str(solution_dir or task.solution_dir), LEDGER_WORKDIR=str(worktree))
     return env
 
 
@@ -119,14 +120,16 @@ def apply_solution(task: Task, worktree: Path, *, env: Mapping[str, str] | None 
     assert sol.command is not None
     from ledger.tasks import isolation
 
-    argv, run_env = isolation.wrap(["/bin/sh", "-c", sol.command], worktree, solution_env(task, worktree, env))
-    try:
-        proc = subprocess.run(argv, cwd=worktree, env=run_env,
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return Applied(False, f"solution command timed out after {timeout:g}s")
-    except OSError as exc:
-        return Applied(False, f"solution command could not start: {type(exc).__name__}")
+    with isolation.solution_for_step(task) as solution_dir:
+        argv, run_env = isolation.wrap(["/bin/sh", "-c", sol.command], worktree,
+                                       solution_env(task, worktree, env, solution_dir=solution_dir))
+        try:
+            proc = subprocess.run(argv, cwd=worktree, env=run_env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return Applied(False, f"solution command timed out after {timeout:g}s")
+        except OSError as exc:
+            return Applied(False, f"solution command could not start: {type(exc).__name__}")
     return Applied(proc.returncode == 0, f"solution command exit {proc.returncode}")
 
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import yaml
 
+from ledger import safefs
 from ledger.errors import MalformedInput, TaskError, UsageError
 from ledger.tasks import isolation
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
@@ -178,9 +179,10 @@ def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | 
     folder.mkdir(parents=True)
     try:
         export_tree(clone, base, folder / "repo")
-        symlinks = [p for p in (folder / "repo").rglob("*") if p.is_symlink()]
-        if symlinks:
-            raise _Skip("the repository holds symlinks (task folders are self-contained)")
+        links = safefs.links_out(folder / "repo") + safefs.specials(folder / "repo")
+        if links:
+            raise _Skip(f"the repository holds symlinks (task folders are self-contained): "
+                        f"repo/{links[0]}" + (f" and {len(links) - 1} more" if len(links) > 1 else ""))
         (folder / "tests").mkdir()
         (folder / "tests" / "hidden.patch").write_text(record["test_patch"], encoding="utf-8")
         (folder / "solution").mkdir()
@@ -214,6 +216,9 @@ def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | 
     except (TaskError, OSError) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return skip(f"cannot build the task: {exc}")
+    except BaseException:  # whatever fails, no half-written task folder stays behind
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return Imported(name, True, f"{len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS", task_id=task_id,
                     folder=str(folder))
 
@@ -322,6 +327,18 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
     def skip(reason: str) -> Imported:
         return Imported(name, False, reason)
 
+    # The folder is data: nothing in it is followed out of it. A link (to the operator's keys, to
+    # another task) or a FIFO anywhere refuses the task before a single file of it is read.
+    if src.is_symlink():
+        return skip(f"{src.name} is a symbolic link (task folders are self-contained)")
+    found = safefs.walk(src)
+    links = sorted(rel for rel, n in found.nodes.items() if n.kind == safefs.LINK)
+    if links:
+        return skip(f"{links[0]} is a symbolic link (task folders are self-contained; links are "
+                    "refused)" + (f", and {len(links) - 1} more" if len(links) > 1 else ""))
+    special = sorted(rel for rel, n in found.nodes.items() if n.kind == safefs.OTHER)
+    if special:
+        return skip(f"{special[0]} is not a regular file (a FIFO, socket or device)")
     terminal_bench = not (src / "task.toml").is_file()
     try:
         if terminal_bench:
@@ -417,6 +434,9 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
     except (TaskError, OSError, UnicodeDecodeError) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return skip(f"cannot build the task: {exc}")
+    except BaseException:  # whatever fails, no half-written task folder stays behind
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Progress | None = None) -> ImportReport:

@@ -65,6 +65,37 @@ def graded(root: Path, task: Task) -> Iterator[None]:
         _GRADED.reset(token)
 
 
+@contextlib.contextmanager
+def solution_for_step(task: Task) -> Iterator[Path]:
+    """The folder ``$LEDGER_SOLUTION_DIR`` names for the oracle's step: the task's own
+    ``solution/``, except inside ``graded``, whose sandbox hides the task folder: there, a copy in
+    the sandbox's scratch folder (its regular files only: a link is refused), made for this step
+    and removed when it ends, so no later step (the hidden tests, the graded code) can see it."""
+    grading = _GRADED.get()
+    if grading is None:
+        yield task.solution_dir
+        return
+    import shutil
+    import tempfile
+
+    from ledger.tasks.loader import iter_files
+
+    root, _task = grading
+    tmp = scratch_dir(root)
+    tmp.mkdir(parents=True, exist_ok=True)
+    copy = Path(tempfile.mkdtemp(prefix="solution-", dir=tmp))
+    try:
+        for rel, path in iter_files(task.solution_dir):
+            target = copy / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target, follow_symlinks=False)
+            os.chmod(target, 0o755 if os.stat(path, follow_symlinks=False).st_mode & 0o111 else 0o644)
+        os.chmod(copy, 0o755)
+        yield copy
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
 def scratch_dir(root: Path) -> Path:
     """The TMPDIR of sandboxed commands under ``root`` (writable inside the grading sandbox)."""
     return root / ".tmp"

@@ -19,6 +19,7 @@ network, only that folder writable), else as ordinary processes.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from ledger import safefs
 from ledger.errors import TaskError, UsageError
 from ledger.tasks import apply, isolation
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
@@ -238,16 +240,38 @@ def _message(repo: Path, commit: str) -> tuple[str, str]:
 
 
 def _write_task(opts: MineOptions, folder: Path, *, commit: str, parent: str, subject: str,
-                message: str, test_patch: bytes, fix_patch: bytes, work_start: Path,
-                f2p: list[str], p2p: list[str], origin: str) -> None:
+                message: str, test_patch: bytes, fix_patch: bytes, f2p: list[str], p2p: list[str],
+                origin: str) -> None:
+    """Write the task folder: built under a hidden temporary name beside ``folder`` and renamed
+    into place, so that whatever fails leaves no half-written task behind. ``repo/`` is exported
+    from git (the parent commit), never copied from the scratch folders the repository's own
+    tests ran in and could write (a planted link to the operator's keys)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=folder.parent))
+    try:
+        _fill_task(opts, tmp, folder.name, commit=commit, parent=parent, subject=subject,
+                   message=message, test_patch=test_patch, fix_patch=fix_patch, f2p=f2p, p2p=p2p,
+                   origin=origin)
+        links = safefs.links_out(tmp) + safefs.specials(tmp)
+        if links:
+            raise TaskError(f"the exported task holds links or special files: {links[:3]}")
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fill_task(opts: MineOptions, folder: Path, task_id: str, *, commit: str, parent: str,
+               subject: str, message: str, test_patch: bytes, fix_patch: bytes, f2p: list[str],
+               p2p: list[str], origin: str) -> None:
     repo_dir = folder / "repo"
-    shutil.copytree(work_start, repo_dir)
+    export_tree(opts.repo, parent, repo_dir)
     (folder / "tests").mkdir()
     (folder / "tests" / "hidden.patch").write_bytes(test_patch)
     (folder / "solution").mkdir()
     (folder / "solution" / "fix.patch").write_bytes(fix_patch)
     meta: dict[str, Any] = {
-        "id": folder.name,
+        "id": task_id,
         "title": subject[:200],
         "tier": opts.tier,
         "max_duration_s": 900,
@@ -335,7 +359,7 @@ def examine(opts: MineOptions, info: CommitInfo, clock: _Clock, scratch: Path) -
             return reject(f"{folder} exists already (mined before?)")
         folder.parent.mkdir(parents=True, exist_ok=True)
         _write_task(opts, folder, commit=commit, parent=parent, subject=subject, message=message,
-                    test_patch=test_patch, fix_patch=fix_patch, work_start=start, f2p=f2p, p2p=p2p,
+                    test_patch=test_patch, fix_patch=fix_patch, f2p=f2p, p2p=p2p,
                     origin=str(repo.resolve()))
     finally:
         shutil.rmtree(base, ignore_errors=True)
