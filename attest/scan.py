@@ -26,8 +26,10 @@ Echo rule (so that an agent reading back its own work stays CLEAN):
   everything produced or echoed in the whole attempt.
 
 Folded reads (``fs.read.summary``: interpreter and system files, each with a digest and a count,
-kept only when their content matched nothing) are checked for path and read scope, one match per
-class for the whole entry.
+kept only when their content matched nothing; past the first ones, counted by folder) are checked
+for path and read scope, one match per class for the whole entry (a folder is read scope unless
+everything below it is allowed). Its ``worktree`` count (unwritten files of the starting tree)
+is never contamination and is not scanned.
 
 Path rule: a read outside the worktree whose resolved path (or an ancestor directory, a suffix
 of two or more components, or a hidden test's basename) is committed is a ``path`` match, as is
@@ -427,6 +429,15 @@ class _Scan:
                 allowed_dirs.add(folder)
             elif not self.policy.read_allowed(where):
                 self.add(e, "read-scope", detail=where)
+        # Past its first files a summary counts system files by folder (``folders``): each
+        # folder is judged as a whole, and the capture listed any file whose path is committed.
+        folders = e.data.get("folders")
+        names = [_text(item[0]) if isinstance(item, list) and item else ""
+                 for item in (folders if isinstance(folders, list) else ())]
+        for folder in names:
+            if folder and not self.policy.read_allowed_below(folder):
+                self.add(e, "read-scope", detail=folder)
+        hits |= self.scanner.path_digests([f for f in names if f])
         if hits:
             self.add(e, "path", hits)
 

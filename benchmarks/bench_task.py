@@ -40,6 +40,42 @@ def make_home(base: Path) -> LedgerHome:
     return LedgerHome(base / ".ledger")
 
 
+HEAVY_FILES = 20_000
+HEAVY_TESTS = """from ops import sub
+
+
+def test_sub_is_callable():
+    assert callable(sub)
+
+
+def test_sub_of_equal_numbers():
+    assert sub(3, 3) in (0, 6)
+"""
+
+
+def make_heavy_task(home: LedgerHome, files: int = HEAVY_FILES) -> None:
+    """The operator tier ``heavy``: the bench task with ``files`` more small files in its
+    repository (``data/dNN/fNNNNN.txt``) and a public pytest suite (``tests/test_ops.py``)."""
+    root = home.path / "golden" / "heavy" / "heavy-task"
+    for rel, text in {
+        "task.md": TASK_MD.replace("id: bench-task", "id: heavy-task")
+                          .replace("tier: bench", "tier: heavy"),
+        "repo/ops.py": "def sub(a, b):\n    return a + b\n",
+        "repo/check_public.py": "import ops\nassert callable(ops.sub)\n",
+        "repo/tests/test_ops.py": HEAVY_TESTS,
+        "tests/check_hidden.py": HIDDEN,
+        "solution/ops.py": "def sub(a, b):\n    return a - b\n",
+    }.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for i in range(files):
+        folder = root / "repo" / "data" / f"d{i // 500:02d}"
+        if i % 500 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i:05d}.txt").write_text(f"record {i}: an ordinary line of repository data\n")
+
+
 def attempt_times(home: LedgerHome, run_id: str, *, require_completed: bool = False,
                   ) -> tuple[list[Any], dict[str, dict[str, float]]]:
     """The run's entries and, per attempt, its start/end (s), agent wall and test time (s).

@@ -14,6 +14,15 @@
   difference is the sandbox's alone; medians and their difference.
 * speed-up: a sleep-1s ``cmd:`` agent, ``--sandbox bwrap``, ``--parallel 2`` vs ``--parallel 1``
   wall time (target >= 1.7).
+* capture on syscall-heavy agents: two honest ``cmd:`` agents on a task whose repository holds
+  20,000 more small files (``walk-read``: walks the worktree and reads every file, then fixes
+  the bug; ``walk-read-pytest``: the same, then runs the repository's pytest three times), each
+  run ``--trace strace`` and ``--trace none`` in the default sandbox, one attempt per run,
+  interleaved in ``--rounds`` rounds. Reported per agent: the agent's own wall time
+  (``agent.finished.wall_s``) traced vs untraced (medians, ratio, per-round ratios; target
+  <= 1.25) and the journal bytes of one attempt (every entry of the attempt; target <= 2x the
+  untraced attempt's), with the capture filter the harness used (``agent.started.trace_filter``).
+  ``--filter ptrace`` measures the fallback (``LEDGER_TRACE_SECCOMP=off``) instead.
 
 Without a working bubblewrap the sandboxed figures are skipped with the probe's reason.
 """
@@ -38,7 +47,26 @@ from ledger.run.plan import RunRequest  # noqa: E402
 from ledger.sandbox import probe_bwrap  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))
-from bench_task import attempt_times, make_home  # noqa: E402
+from bench_task import HEAVY_FILES, attempt_times, make_heavy_task, make_home  # noqa: E402
+
+WALK = """import os, sys
+n = 0
+for root, dirs, files in os.walk("."):
+    dirs[:] = [d for d in dirs if d != ".git"]
+    for name in files:
+        with open(os.path.join(root, name), "rb") as fh:
+            fh.read()
+        n += 1
+text = open("ops.py").read().replace("a + b", "a - b")
+open("ops.py", "w").write(text)
+print("read", n, "files")
+"""
+PYTEST = WALK + """import subprocess
+for _ in range(3):
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                   check=True, capture_output=True)
+print("pytest ran 3 times")
+"""
 
 
 def _run(home: LedgerHome, agent: str, attempts: int, parallel: int,
@@ -88,13 +116,79 @@ def in_process(home: LedgerHome, pairs: int) -> dict[str, Any]:
             "added_ok": med["bwrap"] - med["none"] <= 50}
 
 
+def heavy(home: LedgerHome, folder: Path, rounds: int) -> dict[str, Any]:
+    """The syscall-heavy agents, traced and untraced, interleaved: agent wall and journal bytes."""
+    make_heavy_task(home)
+    agents: dict[str, str] = {}
+    for name, body in (("walk-read", WALK), ("walk-read-pytest", PYTEST)):
+        path = folder / f"{name}.py"
+        path.write_text(body)
+        agents[name] = f"cmd:{sys.executable} {path}"
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in range(rounds):
+        for name, spec in agents.items():
+            for mode in (("strace", "none") if r % 2 == 0 else ("none", "strace")):
+                req = RunRequest(tiers=("heavy",), agents=(spec,), repeat=1, parallel=1,
+                                 trace=mode, sandbox="bwrap")
+                summary = execute_run(home, req)
+                row = _heavy_row(home, summary.run_id)
+                res = summary.results[0]
+                row["outcome"] = "passed" if res.hidden_passed else "failed"
+                row["attestation"] = res.attestation or "-"
+                rows.setdefault((name, mode), []).append(row)
+    out: dict[str, Any] = {"files": HEAVY_FILES, "rounds": rounds}
+    for name in agents:
+        traced, plain = rows[(name, "strace")], rows[(name, "none")]
+        wall_t = statistics.median(x["agent_s"] for x in traced)
+        wall_n = statistics.median(x["agent_s"] for x in plain)
+        bytes_t = statistics.median(x["bytes"] for x in traced)
+        bytes_n = statistics.median(x["bytes"] for x in plain)
+        out[name] = {
+            "trace_filter": sorted({x["filter"] for x in traced}),
+            "outcomes": sorted({f"{x['outcome']}/{x['attestation']}" for x in traced + plain}),
+            "agent_s_median_traced": round(wall_t, 3),
+            "agent_s_median_untraced": round(wall_n, 3),
+            "agent_s_ratio": round(wall_t / wall_n, 3),
+            "agent_s_ratio_per_round": [round(t["agent_s"] / u["agent_s"], 3)
+                                        for t, u in zip(traced, plain)],
+            "agent_s_ratio_target": 1.25,
+            "agent_s_ratio_ok": wall_t / wall_n <= 1.25,
+            "journal_bytes_traced": round(bytes_t),
+            "journal_bytes_untraced": round(bytes_n),
+            "journal_bytes_ratio": round(bytes_t / bytes_n, 3),
+            "journal_bytes_ratio_target": 2.0,
+            "journal_bytes_ratio_ok": bytes_t / bytes_n <= 2.0,
+            "entries_traced": statistics.median(x["entries"] for x in traced),
+            "entries_untraced": statistics.median(x["entries"] for x in plain),
+        }
+    return out
+
+
+def _heavy_row(home: LedgerHome, run_id: str) -> dict[str, Any]:
+    items, per = attempt_times(home, run_id, require_completed=True)
+    (aid, p), = per.items()
+    mine = [e for e in items if e.data.get("attempt") == aid]
+    started = next(e.data for e in mine if e.kind == "agent.started")
+    return {"agent_s": p["agent"], "bytes": sum(len(e.raw) for e in mine), "entries": len(mine),
+            "filter": started.get("trace_filter") or "-"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--attempts", type=int, default=12, help="noop attempts per mode")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per mode")
     parser.add_argument("--sleepers", type=int, default=8, help="sleep-1s attempts per run")
+    parser.add_argument("--heavy-rounds", type=int, default=3,
+                        help="interleaved rounds of the syscall-heavy agents (0: skip them)")
+    parser.add_argument("--filter", choices=("auto", "ptrace"), default="auto",
+                        help="ptrace: measure the capture without --seccomp-bpf")
+    parser.add_argument("--only-heavy", action="store_true", help="only the syscall-heavy agents")
     args = parser.parse_args()
+    if args.filter == "ptrace":
+        import os
+
+        os.environ["LEDGER_TRACE_SECCOMP"] = "off"  # before any worker starts
     ok, reason, version = probe_bwrap()
     result: dict[str, Any] = {"benchmark": "sandbox", "bwrap": version}
     if not ok:
@@ -104,6 +198,11 @@ def main() -> None:
     rows: dict[str, list[dict[str, float]]] = {"none": [], "bwrap": []}
     with tempfile.TemporaryDirectory(prefix="ledger-bench-sandbox-") as tmp:
         home = make_home(Path(tmp))
+        if args.heavy_rounds > 0:
+            result["heavy"] = heavy(home, Path(tmp), args.heavy_rounds)
+        if args.only_heavy:
+            _print(result, args.json)
+            return
         result["noop_in_process"] = in_process(home, args.attempts)
         _run(home, "noop", 1, 1, "bwrap")  # warm caches (bwrap probe, imports) outside the figures
         per_round = max(1, args.attempts // args.rounds)

@@ -213,7 +213,7 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         hallucinated_names=hallucinated, missing_names=sorted(missing),
         out_of_scope_files=out_of_scope, writes_outside_worktree=sorted(a.writes_outside),
         observed=a.trace in ("strace", "transcript") or a.activity > 0,
-        distinct_reads=len(a.reads), named_files=named, opened_named_files=opened,
+        distinct_reads=len(a.reads) + a.counted_reads, named_files=named, opened_named_files=opened,
         judge=a.judge, attestation=a.attestation, isolation=a.isolation,
         quality=(sum(a.judge["scores"].values()) / JUDGE_MAX) if a.judge is not None else None, passed=passed,
         safety=0 if reasons else 1, safety_reasons=reasons,

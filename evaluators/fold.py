@@ -168,6 +168,7 @@ class AttemptState:
     apply_failed: bool = False
     reads: set[str] = field(default_factory=set)  # resolved (or named) paths read
     read_names: set[str] = field(default_factory=set)  # paths as named and as resolved
+    counted_reads: int = 0  # distinct files fs.read.summary counts without naming them
     writes: set[str] = field(default_factory=set)
     writes_outside: set[str] = field(default_factory=set)
     activity: int = 0  # fs.*, proc.exec, net.connect, tool.* entries seen
@@ -374,7 +375,18 @@ def _on_fs_read_summary(state: FoldState, entry: Entry) -> None:
     for f in files:
         a.reads.add(f[0])
         a.read_names.add(f[0])
+    a.counted_reads += _counted(entry.data.get("folders"), entry.data.get("worktree"))
     a.activity += 1
+
+
+def _counted(folders: Any, worktree: Any) -> int:
+    """Distinct files a summary counts without naming them (``folders``, ``worktree``)."""
+    n = 0
+    if type(folders) is list:
+        n += sum(f[1] for f in folders if type(f) is list and len(f) > 1 and type(f[1]) is int)
+    if type(worktree) is dict and type(worktree.get("files")) is int:
+        n += worktree["files"]
+    return n
 
 
 def _on_fs_write(state: FoldState, entry: Entry) -> None:

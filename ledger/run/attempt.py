@@ -996,6 +996,7 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
     from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, run_agent_process
+    from ledger.run.trace import strace_filter
 
     invocation = prep.invocation
 
@@ -1008,12 +1009,14 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         "endpoints": prep.endpoints,
         "trace": prep.observed,
         "trace_reason": prep.reason,
+        **({"trace_filter": strace_filter()} if prep.mode == "strace" else {}),
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
         **prep.isolation,
     })
     outcome = run_agent_process(
         invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
+        path_hit=lambda path: bool(redact.path_digests([path])),
         on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=prep.policy,
         watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )

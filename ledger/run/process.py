@@ -409,6 +409,7 @@ def run_agent_process(
     trace: str = "auto",
     capture_filter: CaptureFilter = no_filter,
     evidence: Evidence | None = None,
+    path_hit: Callable[[str], bool] | None = None,
     output_limit: int = 64 * 1024,
     on_event: Callable[[Event], None] | None = None,
     grace_s: float = GRACE_S,
@@ -492,7 +493,7 @@ def run_agent_process(
         redact_paths = secret_redactor(inv.secrets)
         follower = TraceFollower(
             log_path, TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=clean,
-                                   evidence=evidence),
+                                   evidence=evidence, path_hit=path_hit),
             keep=agent_lines if sandbox is not None else None,
             # content and argv are filtered while parsing; redact secrets (paths too) and bound
             post=lambda ev: sanitize_event(ev, redact_paths))

@@ -1,7 +1,16 @@
 """OS-level activity capture with ``strace -f``: the command line, and the log parsed into events.
 
-The agent runs as ``strace -DDD -f -qq -ttt -y -xx -s 4096 -e trace=... -o LOG -E LEDGER_ATTEMPT=..
--- AGENT...``:
+The agent runs as ``strace -DDD -f -qq -ttt -y -xx -s 4096 [--seccomp-bpf] -e trace=... -o LOG
+-E LEDGER_ATTEMPT=.. -- AGENT...``:
+
+* ``--seccomp-bpf`` (where it works here: ``strace_filter``, probed once; journaled as
+  ``agent.started.trace_filter``) installs a seccomp filter in the agent that stops it only on
+  the traced syscalls, instead of on every syscall: a syscall-heavy agent runs at nearly its own
+  speed. The filter is inherited by every child, traced or not, across ``exec``: a child that
+  escapes the tracer (``CLONE_UNTRACED``) or outlives it gets ``ENOSYS`` from every traced
+  syscall (the kernel's answer to ``SECCOMP_RET_TRACE`` with no tracer), so it cannot open, run
+  or connect anything; and the option implies ``--kill-on-exit``: a tracer that dies takes the
+  agent with it. Without it (``ptrace``) the flags are the same minus that one.
 
 * ``-DDD`` keeps the tracer out of the agent's way: the agent stays the harness's direct child
   (its exit status is its own) and the tracer lives in a session of its own, so killing the
@@ -77,6 +86,9 @@ _SYSCALLS = (
 STRING_LIMIT = 4096
 CONTENT_LIMIT = 16 * 1024
 CONTENT_BUDGET = 4 * 1024 * 1024  # worktree content bytes captured per attempt, all files together
+WORKTREE_ENTRIES = 32  # reads of unwritten worktree files journaled one by one per attempt
+FOLDED_FILES = 32  # folded (system) files listed one by one in fs.read.summary per attempt
+FOLDERS = 64  # folders the other folded files are counted in (then coarser: see _Builder._coarse)
 SCAN_LIMIT = 1024 * 1024  # bytes of one file outside the worktree scanned against the commitment
 BINARY_PROBE = 8192  # a NUL byte in the first BINARY_PROBE bytes makes a file binary (not scanned)
 _HASH_CHUNK = 1024 * 1024
@@ -99,14 +111,25 @@ class Evidence(Protocol):
                  token_set: frozenset[int] | None = None, /) -> str: ...
 
 
-def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
+SECCOMP_ENV = "LEDGER_TRACE_SECCOMP"  # "off": never use --seccomp-bpf (diagnostics, benchmarks)
+FILTER_SECCOMP = "seccomp-bpf"  # the tracee stops only on the traced syscalls
+FILTER_PTRACE = "ptrace"  # the tracee stops on every syscall (strace without --seccomp-bpf)
+
+
+def strace_command(log_path: Path, agent_env: Mapping[str, str], *,
+                   seccomp: bool | None = None) -> list[str]:
     """The argv prefix that runs a command under strace, logging to ``log_path``.
 
     ``agent_env`` is set in the traced command's environment only (``-E NAME=VALUE``).
+    ``seccomp``: add ``--seccomp-bpf`` (default: where ``strace_filter`` found it works).
     """
+    if seccomp is None:
+        seccomp = strace_filter() == FILTER_SECCOMP
     prog = shutil.which("strace") or "strace"
-    argv = [prog, "-DDD", "-f", "-qq", "-ttt", "-y", "-xx", "-s", str(STRING_LIMIT),
-            "-e", "trace=" + ",".join(_SYSCALLS), "-e", "signal=none", "-o", str(log_path)]
+    argv = [prog, "-DDD", "-f", "-qq", "-ttt", "-y", "-xx", "-s", str(STRING_LIMIT)]
+    if seccomp:
+        argv.append("--seccomp-bpf")
+    argv += ["-e", "trace=" + ",".join(_SYSCALLS), "-e", "signal=none", "-o", str(log_path)]
     for name, value in agent_env.items():
         argv += ["-E", f"{name}={value}"]
     argv.append("--")
@@ -115,15 +138,32 @@ def strace_command(log_path: Path, agent_env: Mapping[str, str]) -> list[str]:
 
 _status_lock = threading.Lock()
 _status: tuple[bool, str] | None = None
+_filter: str | None = None
 
 
 def strace_status(*, refresh: bool = False) -> tuple[bool, str]:
     """Whether strace works here, with the exact flags the harness uses (checked once, cached)."""
-    global _status
+    global _status, _filter
     with _status_lock:
         if _status is None or refresh:
             _status = _probe()
+            _filter = None
         return _status
+
+
+def strace_filter(*, refresh: bool = False) -> str:
+    """How the tracer stops the agent: ``FILTER_SECCOMP`` where strace's ``--seccomp-bpf`` works
+    here (strace >= 5.3, a kernel with seccomp filters and ``PTRACE_O_TRACESECCOMP``: checked
+    once, by running a program under it and reading its ``Seccomp:`` mode back), else
+    ``FILTER_PTRACE`` (today's flags: a stop on every syscall). ``LEDGER_TRACE_SECCOMP=off``
+    forces ``FILTER_PTRACE``."""
+    global _filter
+    if os.environ.get(SECCOMP_ENV, "").strip().lower() in ("off", "0", "no", "false"):
+        return FILTER_PTRACE
+    with _status_lock:
+        if _filter is None or refresh:
+            _filter = _probe_seccomp()
+        return _filter
 
 
 def _probe() -> tuple[bool, str]:
@@ -134,7 +174,7 @@ def _probe() -> tuple[bool, str]:
         return False, "strace is not on PATH (install it: apt-get install strace)"
     if true_prog is None:
         return False, "cannot probe strace: no 'true' program on PATH"
-    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}) + [true_prog]
+    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}, seccomp=False) + [true_prog]
     try:
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -144,6 +184,25 @@ def _probe() -> tuple[bool, str]:
         detail = err[-1] if err else f"exit {proc.returncode}"
         return False, f"strace does not work here ({detail[:200]}); ptrace may be forbidden"
     return True, "strace available"
+
+
+def _probe_seccomp() -> str:
+    """``FILTER_SECCOMP`` when a program run with the harness's flags plus ``--seccomp-bpf``
+    exits 0, strace says nothing, and the program runs under a seccomp filter (mode 2); else
+    ``FILTER_PTRACE`` (strace proceeds without the filter when it cannot install it)."""
+    cat = shutil.which("cat")
+    if not sys.platform.startswith("linux") or cat is None or shutil.which("strace") is None:
+        return FILTER_PTRACE
+    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}, seccomp=True)
+    try:
+        proc = subprocess.run(argv + [cat, "/proc/self/status"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return FILTER_PTRACE
+    mode = re.search(rb"^Seccomp:\s*(\d+)", proc.stdout, re.MULTILINE)
+    if proc.returncode == 0 and not proc.stderr.strip() and mode is not None and mode.group(1) == b"2":
+        return FILTER_SECCOMP
+    return FILTER_PTRACE
 
 
 # --- strace text ------------------------------------------------------------------------------
@@ -312,6 +371,11 @@ class TraceOptions:
     their digest but not scanned, for a caller that has no commitment). ``system_prefixes``:
     the folders whose reads fold into ``fs.read.summary`` (default: the system folders and the
     interpreter's installation; ``site-packages``/``dist-packages`` anywhere fold too).
+    ``worktree_entries``: reads of worktree files the agent has not written in this attempt
+    (nor any folder above them) that get an ``fs.read`` entry of their own; the rest are counted
+    in the summary's ``worktree``. ``folded_files``: folded files listed one by one in the
+    summary's ``files``; the rest are counted by folder (``folders``), except those whose path
+    ``path_hit`` says is committed, which are always listed.
     """
 
     worktree: Path
@@ -322,6 +386,9 @@ class TraceOptions:
     content_budget: int = CONTENT_BUDGET
     scan_limit: int = SCAN_LIMIT
     system_prefixes: tuple[str, ...] = ()
+    worktree_entries: int = WORKTREE_ENTRIES
+    folded_files: int = FOLDED_FILES
+    path_hit: Callable[[str], bool] | None = None
 
 
 def _default_system_prefixes() -> tuple[str, ...]:
@@ -422,6 +489,12 @@ class _Builder:
         self.seen: set[tuple[str, bytes]] = set()
         self.rewritten: set[bytes] = set()  # written since the last recorded read of the path
         self.folded: dict[bytes, list[Any]] = {}  # resolved -> [sha256 or None, opens]
+        self.folders: dict[bytes, list[int]] = {}  # folder -> [files, opens] past folded_files
+        self.in_folders: dict[bytes, bytes] = {}  # file -> the folder it is counted in
+        self.written: set[bytes] = set()  # every path written in the attempt
+        self.wt_entries = 0
+        self.wt_counted: set[bytes] = set()  # worktree files only counted
+        self.wt_reads = 0
         self.budget = opts.content_budget
         self.cwd: dict[int, bytes] = {}
         self.root_pid: int | None = None
@@ -486,17 +559,61 @@ class _Builder:
             data["scan_truncated"] = True
         return data, bool(evidence)
 
+    def _written_under(self, resolved: bytes) -> bool:
+        """Was ``resolved``, or a folder above it inside the worktree, written in the attempt?"""
+        path = resolved
+        while True:
+            if path in self.written:
+                return True
+            if path == self.worktree or len(path) <= len(self.worktree):
+                return False
+            path = path.rpartition(b"/")[0]
+
+    def _fold(self, resolved: bytes, sha: str | None) -> None:
+        """A system file read without evidence: listed (the first ``folded_files``, and any whose
+        path is committed), else counted in its folder."""
+        if len(self.folded) < self.opts.folded_files or (
+                self.opts.path_hit is not None and self.opts.path_hit(_text(resolved))):
+            self.folded[resolved] = [sha, 1]
+            return
+        folder = resolved.rpartition(b"/")[0] or b"/"
+        if folder not in self.folders and len(self.folders) >= FOLDERS:
+            folder = self._coarse(resolved)
+        self.in_folders[resolved] = folder
+        counts = self.folders.setdefault(folder, [0, 0])
+        counts[0] += 1
+        counts[1] += 1
+
+    def _coarse(self, resolved: bytes) -> bytes:
+        """The folder a system file is counted in once ``FOLDERS`` folders are listed: its
+        ``site-packages``/``dist-packages`` folder, else the system prefix it lies under."""
+        for marker in _PACKAGES:
+            at = resolved.find(marker)
+            if at >= 0:
+                return resolved[:at + len(marker) - 1]
+        best = max((p for p in self.system if resolved.startswith(p)), key=len, default=b"")
+        return best.rstrip(b"/") or b"/"
+
     def fs(self, kind: str, named: bytes, resolved: bytes) -> Event | None:
         res_text = _text(resolved)
         if _is_pseudo(res_text):
             return None
-        folded = self.folded.get(resolved) if kind == "fs.read" else None
-        if folded is not None:
-            folded[1] += 1
-            return None
+        if kind == "fs.read":
+            folded = self.folded.get(resolved)
+            if folded is not None:
+                folded[1] += 1
+                return None
+            counted_in = self.in_folders.get(resolved)
+            if counted_in is not None:
+                self.folders[counted_in][1] += 1
+                return None
+            if resolved in self.wt_counted and not self._written_under(resolved):
+                self.wt_reads += 1
+                return None
         key = (kind, resolved)
         if kind == "fs.write":
             self.rewritten.add(resolved)
+            self.written.add(resolved)
         elif key in self.seen and resolved in self.rewritten:
             self.seen.discard(key)  # read again after a write: its content may have changed
         if kind == "fs.read":
@@ -512,23 +629,40 @@ class _Builder:
         }
         if kind == "fs.read":
             if inside:
+                if not self._written_under(resolved):
+                    # a file of the starting tree: public, never contamination (scan's echo
+                    # rule), and its digests are public windows the commitment leaves out
+                    if self.wt_entries >= self.opts.worktree_entries:
+                        self.wt_counted.add(resolved)
+                        self.wt_reads += 1
+                        return None
+                    self.wt_entries += 1
                 data.update(self._content(resolved))
             elif not self._under(resolved, self.home):
                 facts, matched = self._outside(resolved)
                 if not matched and self._system(resolved):
-                    self.folded[resolved] = [facts.get("sha256"), 1]
+                    self._fold(resolved, facts.get("sha256"))
                     return None
                 data.update(facts)
         self.seen.add(key)
         return kind, data
 
     def summary(self) -> Event | None:
-        """The folded reads: ``files`` [[resolved, sha256 or nil, opens], ...] by path."""
-        if not self.folded:
+        """The folded reads: ``files`` [[resolved, sha256 or nil, opens], ...] by path; past
+        ``folded_files``, ``folders`` [[folder, files, opens], ...] by folder; and ``worktree``
+        {files, reads}: the unwritten worktree files only counted. ``reads`` counts them all."""
+        if not (self.folded or self.folders or self.wt_counted):
             return None
         files = [[_text(p), sha, n] for p, (sha, n) in sorted(self.folded.items())]
-        return "fs.read.summary", {"files": files, "reads": sum(f[2] for f in files),
-                                   "source": "strace"}
+        data: dict[str, Any] = {"files": files, "reads": sum(f[2] for f in files),
+                                "source": "strace"}
+        if self.folders:
+            data["folders"] = [[_text(p), n, opens] for p, (n, opens) in sorted(self.folders.items())]
+            data["reads"] += sum(opens for _n, opens in self.folders.values())
+        if self.wt_counted:
+            data["worktree"] = {"files": len(self.wt_counted), "reads": self.wt_reads}
+            data["reads"] += self.wt_reads
+        return "fs.read.summary", data
 
     def base_dir(self, sc: Syscall, fd_arg: str | None) -> bytes | None:
         if fd_arg is not None:

@@ -27,7 +27,7 @@ from attest.redact import MarkerScanner, Redactor
 from attest.scan import ScanPolicy, scan_attempt
 from ledger.errors import VerificationError
 from ledger.journal.note import Signer
-from ledger.run.trace import TraceOptions, iter_events
+from ledger.run.trace import FOLDED_FILES, FOLDERS, WORKTREE_ENTRIES, TraceOptions, iter_events
 from tests.attest.conftest import (
     ATTEMPT,
     DISTINCTIVE,
@@ -121,10 +121,16 @@ def test_interpreter_reads_fold_and_no_outside_content_is_stored(tmp_path: Path,
     assert [k for _t, (k, _d) in events] == ["fs.read", "fs.read.summary"]
     summary = events[-1][1][1]
     assert summary["reads"] == PACKAGES * OPENS_EACH
-    assert len(summary["files"]) == PACKAGES
+    # the first FOLDED_FILES files one by one, the rest counted by folder (FOLDERS folders, then
+    # the rest in their site-packages folder)
+    assert len(summary["files"]) == FOLDED_FILES
     first = fx["mods"][0]
     assert summary["files"][0] == [str(first), hashlib.sha256(first.read_bytes()).hexdigest(),
                                    OPENS_EACH]
+    rest = fx["mods"][FOLDED_FILES:]
+    assert summary["folders"] == sorted(
+        [[str(m.parent), 1, OPENS_EACH] for m in rest[:FOLDERS]]
+        + [[str(fx["site"]), len(rest) - FOLDERS, OPENS_EACH * (len(rest) - FOLDERS)]])
     rec = journal(events, fx["wt"], redactor)
     stored = b"".join(e.raw for e in rec.entries)
     assert b"PAYLOAD_" not in stored and b"helper" not in stored
@@ -219,3 +225,99 @@ def test_events_stream_while_the_log_is_read(tmp_path: Path) -> None:
     ts, (kind, data) = next(it)
     assert kind == "fs.read" and data["resolved"] == str(target) and consumed <= 1
     assert list(it) == [] and consumed == total + 1
+
+
+# --------------------------------------------------------------------------- bounded volume
+
+ORDINARY = 20_000
+
+
+def _crowd(fx: dict[str, Any]) -> list[str]:
+    """20,000 ordinary reads: 10,000 of starting-tree files in the worktree (never written) and
+    10,000 of system files in 500 folders of the interpreter's site-packages."""
+    lines: list[str] = []
+    ts = 1.0
+    for i in range(ORDINARY // 2):
+        ts += 1e-5
+        lines.append(open_line(20, ts, fx["wt"] / "data" / f"d{i // 500:02d}" / f"f{i:05d}.txt"))
+    for i in range(ORDINARY // 2):
+        ts += 1e-5
+        lines.append(open_line(21, ts, fx["site"] / f"lib{i % 500:03d}" / f"m{i:05d}.py"))
+    return lines
+
+
+def _scan(fx: dict[str, Any], redactor: Redactor, lines: list[str]
+          ) -> tuple[Any, Recorder, list[tuple[float, tuple[str, dict[str, Any]]]]]:
+    opts = TraceOptions(worktree=fx["wt"], home=fx["home"], capture_filter=redactor,
+                        evidence=redactor.evidence,
+                        path_hit=lambda p: bool(redactor.path_digests([p])))
+    events = list(iter_events(lines, opts))
+    rec = journal(events, fx["wt"], redactor)
+    result = scan_attempt(rec.entries, attempt=ATTEMPT, commitment=redactor.commitment,
+                          policy=policy_for(fx), scanner=redactor)
+    return result, rec, events
+
+
+def test_twenty_thousand_ordinary_reads_stay_few_entries_and_clean(tmp_path: Path,
+                                                                  redactor: Redactor) -> None:
+    """20,000 reads of starting-tree and system files: a few dozen entries, a few KB, CLEAN;
+    the summary still counts every read and every distinct file."""
+    fx = build(tmp_path)
+    result, rec, events = _scan(fx, redactor, _crowd(fx))
+    assert result.verdict == "CLEAN", result.matches
+    stored = b"".join(e.raw for e in rec.entries)
+    assert len(rec.entries) <= 80 and len(stored) <= 40_000, (len(rec.entries), len(stored))
+    summary = events[-1][1][1]
+    assert summary["reads"] == ORDINARY - WORKTREE_ENTRIES  # those have entries of their own
+    assert len([1 for _t, (k, _d) in events if k == "fs.read"]) == WORKTREE_ENTRIES
+    counted = ORDINARY // 2 - WORKTREE_ENTRIES
+    assert summary["worktree"] == {"files": counted, "reads": counted}
+    listed = len(summary["files"]) + sum(f[1] for f in summary["folders"])
+    assert listed == ORDINARY // 2
+
+
+def test_a_worktree_file_the_agent_wrote_is_journaled_with_its_content(tmp_path: Path,
+                                                                       redactor: Redactor) -> None:
+    """Past the first reads, a worktree file the agent wrote (or one under a folder it made)
+    still gets its own entry with content when read back: its echo counts for the scan."""
+    fx = build(tmp_path)
+    made = fx["wt"] / "newdir" / "own.py"
+    made.parent.mkdir()
+    made.write_text("print('mine')\n")
+    lines = _crowd(fx)
+    mkdir = (f'30 1.2 mkdir("{h(str(made.parent))}", 0777) = 0')
+    lines += [mkdir, open_line(30, 1.3, made)]
+    _result, _rec, events = _scan(fx, redactor, lines)
+    own = [d for _t, (k, d) in events if k == "fs.read" and d["resolved"] == str(made)]
+    assert len(own) == 1 and own[0]["content"] == "print('mine')\n"
+
+
+@pytest.mark.parametrize("hidden", ["solution-content", "outside-the-allowlist",
+                                    "hidden-test-by-name"])
+def test_a_read_hidden_among_twenty_thousand_ordinary_reads_is_dirty(
+        tmp_path: Path, redactor: Redactor, hidden: str) -> None:
+    """Attack: one read that matters in the middle of 20,000 that do not: the planted solution
+    in site-packages (content), a file outside the read allowlist (read scope), a file named
+    like the hidden test in a system folder (path). Each keeps its own entry (or its own line in
+    the summary) and the verdict is DIRTY for that reason."""
+    fx = build(tmp_path)
+    if hidden == "solution-content":
+        target, cls = fx["leak"], "content"
+    elif hidden == "outside-the-allowlist":
+        target, cls = (tmp_path / "elsewhere" / "notes.txt").resolve(), "read-scope"
+        target.parent.mkdir()
+        target.write_text("nothing secret, but nowhere an agent was allowed to read\n")
+    else:
+        target, cls = fx["site"] / "lib499" / "test_pairs_hidden.py", "path"
+        target.parent.mkdir(parents=True)
+        target.write_text("# same name as the hidden test, other content\n")
+    lines = _crowd(fx)
+    lines.insert(len(lines) * 3 // 4, open_line(22, 1.15, target))
+    result, _rec, events = _scan(fx, redactor, lines)
+    assert result.verdict == "DIRTY"
+    assert cls in {m.cls for m in result.matches}, result.matches
+    if hidden == "hidden-test-by-name":  # listed one by one although past the listed files
+        summary = events[-1][1][1]
+        assert str(target) in {f[0] for f in summary["files"]}
+    else:
+        assert [d for _t, (k, d) in events if k == "fs.read" and d["resolved"] == str(target)]
