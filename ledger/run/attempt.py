@@ -262,7 +262,7 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             argv, more = wrapped(argv)
             channel = ReportChannel()
             try:
-                code, _duration, timed_out = run_command(
+                code, duration, timed_out = run_command(
                     wrap(list(argv)), cwd=ws.worktree, env={**env, **more, **channel.env()},
                     timeout=timeout, output=log, pass_fds=channel.pass_fds)
                 report = channel.collect()
@@ -274,14 +274,16 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
                                      exitstatus=report.exitstatus)
             passed = verdict.passed
             extra = {"outcomes": "end-record", "exit_code": code, "timed_out": timed_out,
+                     "duration_s": round(duration, 6),
                      "ended": report.ended, "exitstatus": report.exitstatus}
             if verdict.anomalies:
                 extra["anomalies"] = verdict.as_data()
         else:
-            code, _duration, timed_out = run_command(
+            code, duration, timed_out = run_command(
                 wrap(list(argv)), cwd=ws.worktree, env=env, timeout=timeout, output=log)
             passed = code == sig.expect_exit and not timed_out
-            extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out}
+            extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out,
+                     "duration_s": round(duration, 6)}
         detail = f"exit {code}, expected {sig.expect_exit}" + (" (timed out)" if timed_out else "")
         if extra.get("anomalies"):
             detail += "; " + extra["anomalies"][0]["detail"]

@@ -49,7 +49,14 @@ recorded again, so the last state the agent read is always there):
   anyone confirm a guessed answer);
 * interpreter and system files (``/usr``, ``/lib*``, ``/etc``, ..., the Python installation and
   any ``site-packages``/``dist-packages``) without evidence fold into one ``fs.read.summary``
-  event at the end of the log: each file once, with its SHA-256 and how many times it was opened;
+  event at the end of the log: the first ``FOLDED_FILES`` once each, with its SHA-256 and how many
+  times it was opened; the others counted by folder (``folders``: ``FOLDERS`` folders, then their
+  ``site-packages`` folder or system prefix), except a file whose path is committed
+  (``TraceOptions.path_hit``), which is always listed;
+* reads of worktree files the agent has not written (nor any folder above them) past the first
+  ``WORKTREE_ENTRIES``: counted in the summary's ``worktree`` (starting-tree files are public;
+  the scan never counts a worktree read as contamination), so that walking a large repository
+  costs a few entries, not one per file;
 * the attempt's private config home (``ctx.home``: the agent's own settings and credentials):
   the path only.
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from ledger.run.trace import (
+    FILTER_PTRACE,
+    FILTER_SECCOMP,
+    SECCOMP_ENV,
     TraceOptions,
     decode_array,
     decode_string,
@@ -18,6 +23,7 @@ from ledger.run.trace import (
     parse_strace_lines,
     split_args,
     strace_command,
+    strace_filter,
     strace_status,
     unescape,
 )
@@ -206,6 +212,79 @@ def test_strace_command_shape(tmp_path: Path) -> None:
     assert argv[argv.index("-E") + 1] == "LEDGER_ATTEMPT=a#1"
     assert argv[argv.index("-o") + 1] == str(tmp_path / "log")
     assert argv[-1] == "--"
+
+
+def test_strace_command_adds_seccomp_bpf_only_when_asked(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--seccomp-bpf is in the argv exactly when the filter is used; LEDGER_TRACE_SECCOMP=off
+    forces the fallback (a stop on every syscall) whatever the probe found."""
+    assert "--seccomp-bpf" in strace_command(tmp_path / "log", {}, seccomp=True)
+    assert "--seccomp-bpf" not in strace_command(tmp_path / "log", {}, seccomp=False)
+    monkeypatch.setenv(SECCOMP_ENV, "off")
+    assert strace_filter() == FILTER_PTRACE
+    assert "--seccomp-bpf" not in strace_command(tmp_path / "log", {})
+
+
+@pytest.mark.strace
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not on PATH")
+def test_seccomp_filter_probe_matches_what_a_traced_program_sees(tmp_path: Path) -> None:
+    """The probe says seccomp-bpf exactly when a program run with the harness's argv runs under
+    a seccomp filter (Seccomp: 2 in its /proc status)."""
+    mode = strace_filter(refresh=True)
+    argv = strace_command(Path(os.devnull), {"LEDGER_ATTEMPT": "x"}) + ["cat", "/proc/self/status"]
+    out = subprocess.run(argv, capture_output=True, check=True, stdin=subprocess.DEVNULL).stdout
+    filtered = b"Seccomp:\t2" in out
+    assert filtered == (mode == FILTER_SECCOMP)
+    assert ("--seccomp-bpf" in argv) == filtered
+
+
+UNTRACED_CHILD = """
+import ctypes, os, platform, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+nr = 56 if platform.machine() == "x86_64" else 220
+print("attacker: cloning with CLONE_UNTRACED", flush=True)
+pid = libc.syscall(nr, 0x00800000 | int(signal.SIGCHLD), 0, 0, 0, 0)
+if pid == 0:
+    try:
+        data = open(SECRET).read()
+        print("attacker: child read", len(data), "bytes untraced", flush=True)
+    except OSError as exc:
+        print("attacker: child open failed errno", exc.errno, flush=True)
+    finally:
+        os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.strace
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not on PATH")
+@pytest.mark.parametrize("seccomp", [True, False], ids=["seccomp-bpf", "ptrace"])
+def test_clone_untraced_child_under_each_filter(tmp_path: Path, seccomp: bool) -> None:
+    """Attack: a raw CLONE_UNTRACED child opens a secret. Without the filter (ptrace) it reads it
+    and the log never shows the open (the escape the sandbox exists for); under --seccomp-bpf the
+    inherited filter answers its open ENOSYS with no tracer to stop it: it reads nothing."""
+    if seccomp and strace_filter(refresh=True) != FILTER_SECCOMP:
+        pytest.skip("strace --seccomp-bpf does not work here")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the answer\n")
+    log = tmp_path / "log"
+    script = f"SECRET = {str(secret)!r}\n" + UNTRACED_CHILD
+    argv = strace_command(log, {}, seccomp=seccomp) + [sys.executable, "-c", script]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL).stdout
+    assert "attacker: cloning with CLONE_UNTRACED" in out  # the attacker ran
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and subprocess.run(
+            ["pgrep", "-f", str(log)], capture_output=True).returncode == 0:
+        time.sleep(0.02)
+    secret_hex = "".join(f"\\x{b:02x}" for b in str(secret).encode())
+    assert not [line for line in log.read_text().splitlines()
+                if "openat(" in line and secret_hex in line]  # the trace never saw the open
+    if seccomp:
+        assert "attacker: child open failed errno 38" in out, out  # ENOSYS
+    else:
+        assert "attacker: child read 11 bytes untraced" in out, out
 
 
 @pytest.mark.strace

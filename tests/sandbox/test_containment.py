@@ -324,9 +324,31 @@ def test_control_every_biting_attack_passes_without_isolation(tmp_path: Path) ->
         for name in set(_snapshot(SITE)) - site_before:
             os.unlink(os.path.join(SITE, name))
     failed = [a.name for a in biting if run.attempts[f"cmd-{a.name}"][0]["outcome"] != "passed"]
-    assert failed == [], failed
-    # Killing the tracer no longer hides: the trace is partial, so the attempt is not CLEAN.
-    assert run.attempts["cmd-kill-the-tracer"][0]["attestation"] == "UNOBSERVED"
+    if _trace_filter(run) == "seccomp-bpf":
+        # The tracer's seccomp filter holds without the sandbox: the untraced child's open gets
+        # ENOSYS, and killing the tracer kills the agent (--kill-on-exit). Without any tracer
+        # (and no sandbox) both do bite: the attacks are real.
+        # (the child read nothing, so its attempt may be CLEAN: failed; the agent whose tracer
+        # was killed died with it mid-run, its trace cut short: never CLEAN)
+        assert failed == list(FILTER_STOPS), failed
+        assert run.attempts["cmd-kill-the-tracer"][0]["attestation"] != "CLEAN"
+        bare = _run(home, [s for s in specs if any(n in s for n in FILTER_STOPS)],
+                    "--sandbox", "none", "--trace", "none")
+        assert [bare.attempts[f"cmd-{n}"][0]["outcome"] for n in FILTER_STOPS] == ["passed"] * 2
+    else:
+        assert failed == [], failed
+        # Killing the tracer no longer hides: the trace is partial, so the attempt is not CLEAN.
+        assert run.attempts["cmd-kill-the-tracer"][0]["attestation"] == "UNOBSERVED"
+
+
+FILTER_STOPS = ("clone-untraced-child", "kill-the-tracer")  # stopped by --seccomp-bpf alone
+
+
+def _trace_filter(run: Outcome) -> str | None:
+    """How the run's tracer stopped its agents (agent.started.trace_filter; one for the run)."""
+    filters = {e.data.get("trace_filter") for e in run.entries if e.kind == "agent.started"}
+    assert len(filters) == 1, filters
+    return filters.pop()
 
 
 @pytest.mark.slow
@@ -337,6 +359,13 @@ def test_control_cross_attempt_daemon_works_without_isolation(tmp_path: Path) ->
     try:
         run = _run(home, spec, "--sandbox", "none", "--repeat", "2")
         outcomes = [r["outcome"] for r in run.attempts["cmd-cross-attempt-daemon"]]
+        if _trace_filter(run) == "seccomp-bpf":
+            # the daemon's untraced parent cannot exec it (ENOSYS): no daemon without a sandbox
+            # either, while the tracer's filter holds; with no tracer at all it serves attempt 2
+            assert outcomes == ["failed", "failed"]
+            assert _helpers_alive(values["TAG"]) == []
+            run = _run(home, spec, "--sandbox", "none", "--trace", "none", "--repeat", "2")
+            outcomes = [r["outcome"] for r in run.attempts["cmd-cross-attempt-daemon"]]
         assert outcomes == ["failed", "passed"]
     finally:
         for pid in _helpers_alive(values["TAG"]):
