@@ -17,7 +17,7 @@ from evaluators.compare import COMPONENTS, compare
 from evaluators.registry import by_name, replay_run
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from evaluators.views import compute_views
-from ledger.errors import UsageError, VerificationError
+from ledger.errors import LedgerError, UsageError, VerificationError
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.tasks.model import TIERS
@@ -206,27 +206,103 @@ def failures_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, unverified: bo
     _verified_line(reader)
 
 
+def _both_views(j: Journal, run_prefix: str | None,
+                reader: Reader) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The golden and the statistics views of one run, its entries read (and verified) once."""
+    from evaluators.stats_view import stats_of
+
+    run_id = j.resolve_run(run_prefix)
+    entries = reader.entries(j, run_id)
+    return compute_views(entries, run_id), stats_of(entries, run_id)
+
+
+def _cross_run_pairs(sa: dict[str, Any], sb: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """Same-named agents of the two runs; the single agents when each run has one."""
+    from evaluators.compare import side
+
+    common = sorted(set(sa["per_agent"]) & set(sb["per_agent"]))
+    if not common and len(sa["per_agent"]) == 1 == len(sb["per_agent"]):
+        (x,), (y,) = list(sa["per_agent"]), list(sb["per_agent"])
+        return [(side(sa, x, f"A:{x}"), side(sb, y, f"B:{y}"))]
+    return [(side(sa, x, f"A:{x}"), side(sb, x, f"B:{x}")) for x in common]
+
+
 @click.command("compare")
-@click.argument("run_a", metavar="RUN_A")
-@click.argument("run_b", metavar="RUN_B")
+@click.argument("args", nargs=-1, metavar="RUN_A RUN_B | --agents A B... [RUN]")
+@click.option("--agents", "by_agents", is_flag=True,
+              help="Compare the named agents inside one run (the latest, or RUN last) pairwise.")
+@click.option("--level", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of the intervals (alpha = 1 - level for the tests).")
 @json_option
 @unverified_option
 @pass_ctx
-def compare_cmd(ctx: Ctx, run_a: str, run_b: str, as_json: bool, unverified: bool) -> None:
-    """Score and component deltas from RUN_A to RUN_B, tasks newly passing and failing."""
+def compare_cmd(ctx: Ctx, args: tuple[str, ...], by_agents: bool, level: float, as_json: bool,
+                unverified: bool) -> None:
+    """Paired comparison: RUN_A -> RUN_B (score and component deltas, tasks newly passing and
+    failing, and per agent the paired difference with its clustered SE and interval, McNemar's
+    exact test, the paired bootstrap on scores, Holm across the comparisons), or, with
+    --agents, the named agents of one run pairwise."""
+    from cli.stats_render import pair_table, paired_lines, with_verdicts
+    from evaluators.compare import paired_comparisons, side
+
     reader = Reader(ctx.home, unverified=unverified)
+    if by_agents:
+        names = list(args)
+        with _open(ctx) as j:
+            run_prefix = None
+            if len(names) >= 3:
+                try:
+                    j.resolve_run(names[-1])
+                    run_prefix = names.pop()
+                except LedgerError:
+                    run_prefix = None
+            if len(names) < 2:
+                raise UsageError("--agents needs two or more agent names (then, optionally, RUN)")
+            _, s = _both_views(j, run_prefix, reader)
+        missing = [n for n in names if n not in s["per_agent"]]
+        if missing:
+            raise UsageError(f"run {s['run_id']} has no scored attempt of agent(s) "
+                             f"{', '.join(missing)} (agents: {', '.join(s['per_agent']) or 'none'})")
+        pairs = [(side(s, a), side(s, b)) for i, a in enumerate(names) for b in names[i + 1:]]
+        ps = paired_comparisons(pairs, seed_parts=(str(s["run_id"]),), level=level)
+        if as_json:
+            emit_json({"run": s["run_id"], "agents": names, "paired": with_verdicts(ps),
+                       "verification": reader.reading.as_dict()})
+            return
+        _banner(reader)
+        click.echo(f"run {s['run_id']}: {len(pairs)} paired comparison(s)"
+                   + (", Holm-corrected" if len(pairs) > 1 else ""))
+        for line in paired_lines(ps):
+            click.echo(line)
+        if len(pairs) == 1:
+            click.echo("")
+            for line in pair_table(ps["comparisons"][0]):
+                click.echo(line)
+        _verified_line(reader)
+        return
+    if len(args) != 2:
+        raise UsageError("compare takes RUN_A RUN_B, or --agents A B [RUN]")
+    run_a, run_b = args
     with _open(ctx) as j:
-        va, _ = _views(j, run_a, reader)
-        vb, _ = _views(j, run_b, reader)
+        va, sa = _both_views(j, run_a, reader)
+        vb, sb = _both_views(j, run_b, reader)
     d = compare(va, vb)
+    ps = paired_comparisons(_cross_run_pairs(sa, sb),
+                            seed_parts=(str(va["run_id"]), str(vb["run_id"])), level=level)
     if as_json:
-        emit_json({**d, "verification": reader.reading.as_dict()})
+        emit_json({**d, "paired_stats": with_verdicts(ps), "verification": reader.reading.as_dict()})
         return
     for w in d["warnings"]:
         click.echo(f"warning: {w}", err=True)
     _banner(reader)
     for line in render_compare(d):
         click.echo(line)
+    if ps["comparisons"]:
+        click.echo("")
+        for line in paired_lines(ps):
+            click.echo(line)
+    else:
+        click.echo("no agent to pair: the runs share no agent name")
     _verified_line(reader)
 
 

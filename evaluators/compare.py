@@ -1,4 +1,6 @@
-"""Compare the views of two runs: score and component deltas, per-task changes, warnings.
+"""Compare the views of two runs: score and component deltas, per-task changes, warnings; and
+paired comparisons of agents across runs or inside one (``paired_comparisons``: the paired
+difference with its clustered standard error, McNemar's exact test, the paired bootstrap, Holm).
 
 A task *passes* in a run when it was attempted and every scored attempt of it passed (so with
 repeats, 2 of 3 is not passing). Deltas are ``b - a``.
@@ -8,8 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from evaluators import stats as st
 from evaluators.views import normalize
 
 COMPONENTS = ("task_success", "code_quality", "efficiency", "reliability", "safety")
@@ -81,20 +85,6 @@ def compare(views_a: Mapping[str, Any], views_b: Mapping[str, Any]) -> dict[str,
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(seed: int) -> Any:
-    """A tiny deterministic generator (SplitMix64): the same seed gives the same draws anywhere."""
-    state = seed & _MASK64
-    while True:
-        state = (state + 0x9E3779B97F4A7C15) & _MASK64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-        yield z ^ (z >> 31)
-
-
 def _per_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     by_task: dict[str, list[int]] = {}
     for r in rows:
@@ -127,7 +117,7 @@ def paired(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, An
         return empty
     diffs = [b[t] - a[t] for t in tasks]
     mean = math.fsum(diffs) / n
-    draws = _splitmix64(seed)
+    draws = st.splitmix64(seed)
     means = []
     for _ in range(resamples):
         total = math.fsum(diffs[next(draws) % n] for _ in range(n))
@@ -145,4 +135,133 @@ def paired(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, An
         "ties": sum(1 for d in diffs if d == 0),
     }
     result: dict[str, Any] = normalize(out)
+    return result
+
+
+# ---------------------------------------------------------------------------- paired statistics
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a paired comparison: an agent's tasks in a statistics view
+    (evaluators/stats_view.py ``view["tasks"]``), named ``label``."""
+
+    label: str
+    run: str | None
+    agent: str
+    tasks: Mapping[str, Mapping[str, Any]]  # task -> that agent's row {n, passed, score_mean, ...}
+
+
+def side(stats: Mapping[str, Any], agent: str, label: str | None = None) -> Side:
+    """The side of ``agent`` in a statistics view."""
+    rows = {t: by_agent[agent] for t, by_agent in stats.get("tasks", {}).items()
+            if agent in by_agent and by_agent[agent].get("n")}
+    return Side(label or agent, stats.get("run_id"), agent, rows)
+
+
+def _repeat_pairs(pa: str, pb: str) -> tuple[int, int, int]:
+    """(pairs, only A passed, only B passed) over the repeats both patterns scored."""
+    pairs = b_only = a_only = 0
+    for x, y in zip(pa, pb, strict=False):
+        if x in "01" and y in "01":
+            pairs += 1
+            a_only += x == "1" and y == "0"
+            b_only += x == "0" and y == "1"
+    return pairs, a_only, b_only
+
+
+def _paired_interval(diffs: Sequence[float], clusters: Sequence[str],
+                     level: float) -> dict[str, Any]:
+    """The mean paired difference with its standard error and t interval: clustered (CR1,
+    df = clusters - 1) when tasks share clusters and there are at least two, else naive
+    (df = n - 1)."""
+    n = len(diffs)
+    out: dict[str, Any] = {"difference": st.mean(diffs), "stderr": None, "low": None,
+                           "high": None, "df": None, "clustered": False,
+                           "clusters": len(set(clusters)), "naive_stderr": None,
+                           "design_effect": None}
+    if n < 2:
+        return out
+    c = st.clustered(diffs, clusters)
+    out["naive_stderr"], out["design_effect"] = c["naive_stderr"], c["design_effect"]
+    big_g = len(set(clusters))
+    if c["stderr"] is not None and big_g < n:
+        se, df, out["clustered"] = float(c["stderr"]), big_g - 1, True
+    else:
+        se, df = float(c["naive_stderr"] or 0.0), n - 1
+    half = st.t_quantile(1.0 - (1.0 - level) / 2.0, df) * se
+    m = float(out["difference"])
+    out.update(stderr=se, low=m - half, high=m + half, df=df)
+    return out
+
+
+def paired_comparison(a: Side, b: Side, *, seed: int, level: float = st.LEVEL,
+                      resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """B - A over the tasks both sides scored (docs/SCORING.md, "Paired comparisons").
+
+    Per task, the pass rate (passed / scored repeats) and the mean score; the paired
+    difference of pass rates with its (clustered) standard error and t interval; McNemar's
+    exact test on the pass/fail pairs of the same task and repeat; the paired percentile
+    bootstrap of score differences over tasks (``resamples`` draws from ``seed``).
+    """
+    tasks = sorted(set(a.tasks) & set(b.tasks))
+    pass_diffs, score_diffs, clusters, rows = [], [], [], []
+    pairs = a_only = b_only = 0
+    for t in tasks:
+        ra, rb = a.tasks[t], b.tasks[t]
+        pa, pb = ra["passed"] / ra["n"], rb["passed"] / rb["n"]
+        pass_diffs.append(pb - pa)
+        sa, sb = ra.get("score_mean"), rb.get("score_mean")
+        if isinstance(sa, int | float) and isinstance(sb, int | float):
+            score_diffs.append(float(sb) - float(sa))
+        clusters.append(str(ra.get("cluster") or rb.get("cluster") or "task:" + t))
+        n, x, y = _repeat_pairs(str(ra.get("pattern", "")), str(rb.get("pattern", "")))
+        pairs, a_only, b_only = pairs + n, a_only + x, b_only + y
+        rows.append({"task": t, "a": ra.get("pattern"), "b": rb.get("pattern"),
+                     "a_rate": pa, "b_rate": pb, "difference": pb - pa})
+    interval = _paired_interval(pass_diffs, clusters, level)
+    boot = st.bootstrap_mean(score_diffs, seed, resamples, level)
+    p = st.mcnemar_exact(a_only, b_only)
+    n_tasks = len(tasks)
+    out = {
+        "a": {"label": a.label, "run": a.run, "agent": a.agent},
+        "b": {"label": b.label, "run": b.run, "agent": b.agent},
+        "tasks": n_tasks, "level": level,
+        "pairs": pairs, "discordant": a_only + b_only, "a_only": a_only, "b_only": b_only,
+        "pass_rate": {"a": math.fsum(a.tasks[t]["passed"] / a.tasks[t]["n"] for t in tasks)
+                      / n_tasks if n_tasks else None,
+                      "b": math.fsum(b.tasks[t]["passed"] / b.tasks[t]["n"] for t in tasks)
+                      / n_tasks if n_tasks else None, **interval},
+        "mcnemar": {"p": p, "p_holm": p},
+        "score": {"difference": st.mean(score_diffs), "tasks": len(score_diffs),
+                  "low": boot[0] if boot else None, "high": boot[1] if boot else None,
+                  "resamples": resamples if boot else 0, "seed": seed},
+        "pairs_by_task": rows,
+    }
+    return out
+
+
+def _excludes_zero(low: Any, high: Any) -> bool:
+    return low is not None and high is not None and (low > 0 or high < 0)
+
+
+def paired_comparisons(pairs: Sequence[tuple[Side, Side]], *, seed_parts: Sequence[str] = (),
+                       level: float = st.LEVEL) -> dict[str, Any]:
+    """Every paired comparison in ``pairs``, with Holm's correction of the McNemar p-values
+    across them and, per comparison, whether each difference is distinguishable from zero at
+    ``level``: pass/fail when the Holm-adjusted McNemar p < 1 - level, scores when the paired
+    bootstrap interval excludes 0. Seeds: ``stats.seed_of(*seed_parts, A, B)``."""
+    out = [paired_comparison(a, b, level=level,
+                             seed=st.seed_of(*seed_parts, a.label, b.label))
+           for a, b in pairs]
+    adjusted = st.holm([c["mcnemar"]["p"] for c in out])
+    alpha = 1.0 - level
+    for c, p in zip(out, adjusted, strict=True):
+        c["mcnemar"]["p_holm"] = p
+        c["mcnemar"]["comparisons"] = len(out)
+        c["distinguishable"] = c["tasks"] > 0 and p < alpha
+        c["score"]["distinguishable"] = _excludes_zero(c["score"]["low"], c["score"]["high"])
+        c["pass_rate"]["interval_excludes_zero"] = _excludes_zero(c["pass_rate"]["low"],
+                                                                  c["pass_rate"]["high"])
+    result: dict[str, Any] = normalize({"level": level, "correction": "holm",
+                                        "comparisons": out})
     return result
