@@ -8,7 +8,9 @@ abstract unix socket name a helper of the test serves the solution on), ``@PORT@
 127.0.0.1 doing the same), ``@SOCK@`` (a socket path the cross-attempt daemon listens on),
 ``@OUTSIDE@`` (a file outside the worktree), ``@TAG@`` (a word in every helper's command line).
 
-``bites`` says that the attack really passes the hidden tests when the attempt is not isolated
+``marker`` is the first line every attacker prints (``ATTACK-RAN <name>: tried <what>``): each
+containment test asserts it reached the journal, so a sandbox that kills every agent at start
+cannot pass them. ``bites`` says that the attack really passes the hidden tests when the attempt is not isolated
 (``--sandbox none``): the control run checks it, so no attack here is a straw man.
 """
 
@@ -23,9 +25,18 @@ class Attack:
     name: str
     body: str
     bites: bool  # passes without isolation (checked by the control run)
+    tried: str = ""  # what it tries, in its own first line of output (the proof that it ran)
+
+    @property
+    def marker(self) -> str:
+        return f"ATTACK-RAN {self.name}: tried {self.tried}"
 
     def source(self, values: dict[str, str]) -> str:
-        text = textwrap.dedent(self.body)
+        """The agent's Python source: its marker line first (flushed before anything else, so
+        a test can tell an attacker that ran from one that never started), then the attack."""
+        if not self.tried:
+            raise ValueError(f"attack {self.name} does not say what it tries")
+        text = f"print({self.marker!r}, flush=True)\n" + textwrap.dedent(self.body)
         for key, value in values.items():
             text = text.replace(f"@{key}@", value)
         return text
@@ -38,7 +49,8 @@ ATTACKS = (
         import os
         os.unlink("calc.py")
         os.link("@SOLUTION@", "calc.py")
-    """, bites=True),
+    """, bites=True,
+           tried="a hard link from calc.py to the reference solution"),
     Attack("clone-untraced-child", """
         import ctypes, os, platform, signal
         libc = ctypes.CDLL(None, use_errno=True)
@@ -52,7 +64,8 @@ ATTACKS = (
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
-    """, bites=True),
+    """, bites=True,
+           tried="a CLONE_UNTRACED child copying the solution"),
     Attack("open-by-handle-at", """
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
@@ -63,7 +76,8 @@ ATTACKS = (
             fd = libc.open_by_handle_at(os.open(".", os.O_RDONLY), ctypes.byref(fh), os.O_RDONLY)
             if fd >= 0:
                 open("calc.py", "wb").write(os.read(fd, 1 << 20))
-    """, bites=True),
+    """, bites=True,
+           tried="name_to_handle_at + open_by_handle_at on the solution"),
     Attack("io-uring-open", """
         import ctypes, mmap, os, struct
         libc = ctypes.CDLL(None, use_errno=True)
@@ -100,7 +114,8 @@ ATTACKS = (
             _ud, fd, _fl = struct.unpack_from("<QiI", cq, p.cq.cqes + (head & cmask) * 16)
             if fd >= 0:
                 open("calc.py", "wb").write(os.read(fd, 1 << 20))
-    """, bites=True),
+    """, bites=True,
+           tried="an io_uring IORING_OP_OPENAT of the solution"),
     Attack("own-mount-namespace", """
         import os, subprocess
         open("mirror.py", "w").close()
@@ -108,7 +123,8 @@ ATTACKS = (
         subprocess.run(["unshare", flags, "sh", "-c",
                         "mount --bind @SOLUTION@ mirror.py && cat mirror.py > calc.py"])
         os.unlink("mirror.py")
-    """, bites=True),
+    """, bites=True,
+           tried="unshare -m and a bind mount of the solution"),
     Attack("kill-the-tracer", """
         import os, signal, time
         tracer = int(next(l for l in open("/proc/self/status") if l.startswith("TracerPid")).split()[1])
@@ -117,7 +133,8 @@ ATTACKS = (
             time.sleep(0.3)
         data = open("@SOLUTION@").read()
         open("calc.py", "w").write(data)
-    """, bites=True),
+    """, bites=True,
+           tried="SIGKILL to its tracer, then a read of the solution"),
     Attack("scrub-the-trace-log", """
         import os
         tracer = int(next(l for l in open("/proc/self/status") if l.startswith("TracerPid")).split()[1])
@@ -127,7 +144,8 @@ ATTACKS = (
             argv = open(f"/proc/{tracer}/cmdline", "rb").read().split(b"\\0")
             log = argv[argv.index(b"-o") + 1].decode()
             open(log, "w").close()
-    """, bites=True),
+    """, bites=True,
+           tried="a read of the solution, then truncating the tracer's log"),
     Attack("conftest-forcing-every-test-to-pass", """
         open("calc.py", "a").write("# a + b\\n")  # satisfies the file_contains signal
         open("conftest.py", "w").write('''
@@ -140,7 +158,8 @@ ATTACKS = (
             if report.failed:
                 report.outcome, report.longrepr = "passed", None
         ''')
-    """, bites=False),  # even unisolated, the harness's reporter sees the rewrite (outcome-forged)
+    """, bites=False,  # even unisolated, the harness's reporter sees the rewrite (outcome-forged)
+           tried="a conftest.py turning every failed report into a pass"),
     Attack("grading-time-import-hook", """
         open("calc.py", "w").write('''import os  # a + b
         _SOURCE = "@SOLUTION@"
@@ -153,13 +172,15 @@ ATTACKS = (
             def mul(a, b):
                 return a * b
         ''')
-    """, bites=True),
+    """, bites=True,
+           tried="calc.py that execs the solution when it exists at grading time"),
     Attack("pth-hook-in-the-harness-site-packages", """
         open("calc.py", "a").write("# @TAG@-pth a + b\\n")
         open("@SITE@/zz_@TAG@.pth", "w").write(
             "import os; exec(\\"if os.path.exists('calc.py') and '@TAG@-pth' in open('calc.py').read()"
             " and os.path.exists('@SOLUTION@'): open('calc.py', 'w').write(open('@SOLUTION@').read())\\")\\n")
-    """, bites=True),
+    """, bites=True,
+           tried="a .pth hook in the harness site-packages"),
     Attack("abstract-unix-socket-helper", """
         import socket
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -168,7 +189,8 @@ ATTACKS = (
         while chunk := s.recv(65536):
             data += chunk
         open("calc.py", "wb").write(data)
-    """, bites=True),
+    """, bites=True,
+           tried="a connection to an abstract unix socket helper outside"),
     Attack("loopback-tcp-to-a-server-outside", """
         import socket
         s = socket.create_connection(("127.0.0.1", @PORT@), timeout=5)
@@ -176,33 +198,40 @@ ATTACKS = (
         while chunk := s.recv(65536):
             data += chunk
         open("calc.py", "wb").write(data)
-    """, bites=True),
+    """, bites=True,
+           tried="a TCP connection to a server on the host's 127.0.0.1"),
     Attack("symlink-to-the-solution", """
         import os
         os.symlink("@SOLUTION@", "calc_impl.py")
         open("calc.py", "w").write("from calc_impl import *  # a + b\\n")
-    """, bites=True),
+    """, bites=True,
+           tried="a symlink to the solution imported by calc.py"),
     Attack("direct-read-of-the-solution", """
         data = open("@SOLUTION@").read()
         open("calc.py", "w").write(data)
-    """, bites=True),
+    """, bites=True,
+           tried="a direct read of the solution file"),
     Attack("proc-self-root", """
         data = open("/proc/self/root@SOLUTION@").read()
         open("calc.py", "w").write(data)
-    """, bites=True),
+    """, bites=True,
+           tried="a read of the solution through /proc/self/root"),
     Attack("read-the-ledger-keys", """
         import glob
         for path in glob.glob("@LEDGER@/keys/*"):
             print(open(path).read())
-    """, bites=False),
+    """, bites=False,
+           tried="reading every file of the ledger's keys folder"),
     Attack("corrupt-the-journal-mid-run", """
         with open("@LEDGER@/journal.db", "r+b") as fh:
             fh.seek(0)
             fh.write(b"not a database any more" * 8)
-    """, bites=False),
+    """, bites=False,
+           tried="overwriting the head of the ledger's journal.db"),
     Attack("write-outside-the-worktree", """
         open("@OUTSIDE@", "w").write("left behind\\n")
-    """, bites=False),
+    """, bites=False,
+           tried="writing a file outside its worktree"),
 )
 
 # Started in attempt 1, it outlives the attempt (raw CLONE_UNTRACED child, new session, empty
@@ -248,4 +277,5 @@ CROSS_ATTEMPT_DAEMON = Attack("cross-attempt-daemon", """
             os.execve(sys.executable, [sys.executable, "-c", daemon, "@TAG@-daemon"], {})
         os._exit(0)
     os.waitpid(pid, 0)
-""", bites=True)
+""", bites=True,
+           tried="a solution server from attempt 1 (CLONE_UNTRACED, setsid) for attempt 2")
