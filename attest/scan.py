@@ -576,6 +576,9 @@ def scan_attempt(
                 isolation, sandbox = "sandbox", box
                 scan.isolated = True
             continue
+        if e.kind == "sandbox.failed" and e.data.get("stage") == "agent":
+            started = False  # the sandbox never ran the agent: nothing was observed
+            continue
         if e.kind == "agent.finished" and e.data.get("trace_partial") is True and trace:
             trace = "partial"  # the tracer let go before the agent ended: not observed
             continue

@@ -244,8 +244,13 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
     if summary.status == "interrupted":
         sys.exit(130)
     if summary.idle_agents:
-        click.echo(f"error: no attempt of {', '.join(summary.idle_agents)} reached a model; "
-                   "nothing was really run", err=True)
+        boxed = [a for a in summary.unreached if a.no_work and a.kind == "sandbox_failed"]
+        if boxed and len(boxed) == len(summary.idle_agents):
+            click.echo(f"error: the sandbox never started {', '.join(a.agent for a in boxed)} "
+                       f"({boxed[0].detail}); nothing was run", err=True)
+        else:
+            click.echo(f"error: no attempt of {', '.join(summary.idle_agents)} reached a model; "
+                       "nothing was really run", err=True)
         sys.exit(3)
 
 

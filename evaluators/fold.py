@@ -25,7 +25,7 @@ KNOWN_KINDS = frozenset({
     "fs.read.summary", "fs.write", "proc.exec", "net.connect", "tool.call", "tool.result",
     "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
-    "grading", "grading.expected", "grading.anomaly",
+    "grading", "grading.expected", "grading.anomaly", "sandbox.failed",
 })
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")

@@ -6,6 +6,8 @@ Kinds (``agent.finished`` ``agent_error.kind``):
     auth_rejected   the endpoint refused the key (401/403, "invalid API key", ...)
     model_error     the endpoint answered only with errors (5xx/429 after retries, malformed)
     no_model_call   the agent failed and no model call was observed at all
+    sandbox_failed  the harness's sandbox never started the agent (``sandbox.failed``): a harness
+                    failure, for every agent kind, never the agent's crash
 
 Only agents that use a model are judged (kinds ``cli`` and ``http``); built-ins and ``cmd:``
 programs never get an ``agent_error``. An agent made *progress* when a model call was answered
@@ -30,7 +32,7 @@ from typing import Any
 
 from ledger.run.contracts import Event, ProcessOutcome
 
-KINDS = ("unreachable", "auth_rejected", "model_error", "no_model_call")
+KINDS = ("unreachable", "auth_rejected", "model_error", "no_model_call", "sandbox_failed")
 JUDGED_KINDS = frozenset({"cli", "http"})  # agent kinds that use a model
 UNREACHABLE_LINES = 3
 AUTH_LINES = 2

@@ -177,6 +177,62 @@ def _reported(report: Any, redact: Redact) -> tuple[dict[str, int], list[dict[st
     return counts, tests
 
 
+class SandboxStartFailed(LedgerError):
+    """The grading sandbox never ran its command (bwrap's message): the harness's failure."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"the {stage} sandbox did not start: {message}")
+        self.stage = stage
+        self.message = message
+
+
+class SandboxWrap:
+    """A ``Wrap`` into ``policy``'s sandbox that tells a sandbox that never started from a
+    command that failed (``ledger.sandbox.bwrap.StartStatus``): ``run_command`` gets its
+    ``pass_fds``, then ``check`` raises ``SandboxStartFailed`` with bwrap's message."""
+
+    def __init__(self, policy: Any, stage: str, redact: Redact) -> None:
+        self.policy, self.stage, self.redact = policy, stage, redact
+        self._status: Any = None
+
+    def __call__(self, argv: list[str]) -> list[str]:
+        from ledger.sandbox.bwrap import StartStatus, bwrap_command
+
+        if self._status is not None:
+            self._status.close()
+        self._status = StartStatus()
+        return bwrap_command(self.policy, argv, extra=self._status.args())
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return self._status.pass_fds if self._status is not None else ()
+
+    def check(self, code: int, timed_out: bool, log: Path) -> None:
+        status, self._status = self._status, None
+        if status is None:
+            return
+        try:
+            head = log.read_bytes()[:4096].decode("utf-8", "replace") if log.exists() else ""
+        except OSError:
+            head = ""
+        failure = None if timed_out else status.failure(code, head)
+        status.close()
+        if failure is not None:
+            raise SandboxStartFailed(self.stage, self.redact(failure))
+
+
+def _run_wrapped(wrap: Wrap, argv: list[str], *, cwd: Path, env: Mapping[str, str],
+                 timeout: float, output: Path,
+                 pass_fds: Sequence[int] = ()) -> tuple[int, float, bool]:
+    """``run_command`` of ``wrap(argv)``; a ``SandboxWrap`` checks that its sandbox started."""
+    wrapped = wrap(argv)
+    result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, output=output,
+                         pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())))
+    if isinstance(wrap, SandboxWrap):
+        wrap.check(result[0], result[2], output)
+    return result
+
+
 def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
               timeout: float, label: str | None = None,
               extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap,
@@ -196,16 +252,16 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     env = {**tool_env(ws), **(extra_env or {})}
     log = ws.scratch / f"{label or suite}.log"
     if not _is_pytest(argv):
-        code, duration, timed_out = run_command(wrap(argv), cwd=ws.worktree, env=env,
-                                                timeout=timeout, output=log)
+        code, duration, timed_out = _run_wrapped(wrap, argv, cwd=ws.worktree, env=env,
+                                                 timeout=timeout, output=log)
         return {"suite": suite, "command": list(command), "exit_code": code, "passed": code == 0,
                 "duration_s": round(duration, 6), "outcomes": "exit-code", "timed_out": timed_out,
                 "counts": {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, "tests": []}
     channel = ReportChannel()
     try:
         argv = [*argv, *pytest_args(), *(["--collect-only", "-q"] if collect_only else [])]
-        code, duration, timed_out = run_command(
-            wrap(argv), cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
+        code, duration, timed_out = _run_wrapped(
+            wrap, argv, cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
             output=log, pass_fds=channel.pass_fds)
         report = channel.collect()
     except BaseException:
@@ -262,8 +318,8 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             argv, more = wrapped(argv)
             channel = ReportChannel()
             try:
-                code, duration, timed_out = run_command(
-                    wrap(list(argv)), cwd=ws.worktree, env={**env, **more, **channel.env()},
+                code, duration, timed_out = _run_wrapped(
+                    wrap, list(argv), cwd=ws.worktree, env={**env, **more, **channel.env()},
                     timeout=timeout, output=log, pass_fds=channel.pass_fds)
                 report = channel.collect()
             except BaseException:
@@ -279,8 +335,8 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             if verdict.anomalies:
                 extra["anomalies"] = verdict.as_data()
         else:
-            code, duration, timed_out = run_command(
-                wrap(list(argv)), cwd=ws.worktree, env=env, timeout=timeout, output=log)
+            code, duration, timed_out = _run_wrapped(
+                wrap, list(argv), cwd=ws.worktree, env=env, timeout=timeout, output=log)
             passed = code == sig.expect_exit and not timed_out
             extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out,
                      "duration_s": round(duration, 6)}
@@ -396,7 +452,8 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
         out.entry("grading.expected", expected)
     baseline_ids = _baseline_ids(baseline)
     out.phase("agent")
-    _run_agent(plan, task, agent, ws, out, redact, prep)
+    if not _run_agent(plan, task, agent, ws, out, redact, prep):
+        return ws  # the sandbox never ran the agent: nothing to grade (sandbox.failed says why)
 
     # From here on the agent process group is gone: ground truth may enter.
     if isolated:
@@ -611,7 +668,6 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
     """Grade in ``grade`` under ``policy`` (``_prepare_grading``), a new sandbox: the agent's
     graded changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent
     started is alive (its PID namespace ended with it)."""
-    from ledger.sandbox import bwrap_command
     from ledger.sandbox.grading import apply_changes, graded_changes
 
     graded, dropped = graded_changes(
@@ -626,19 +682,20 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
         "sandbox": policy.as_data(),
     })
     install_hidden_tests(grade, task)
-
-    def wrap(argv: list[str]) -> list[str]:
-        return bwrap_command(policy, argv)
-
-    for index, sig in enumerate(task.signals):
-        _result(out, "signal.result", run_signal(grade, index, sig, redact=redact,
-                                                 timeout=test_timeout, wrap=wrap))
-    _result(out, "test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap,
-                                              expected=_ids_of(expected)))
-    if task.regression_command:
-        _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
-                                              redact=redact, timeout=test_timeout, wrap=wrap,
-                                              expected=baseline_ids, required="reported"))
+    wrap = SandboxWrap(policy, "grading", redact)
+    try:
+        for index, sig in enumerate(task.signals):
+            _result(out, "signal.result", run_signal(grade, index, sig, redact=redact,
+                                                     timeout=test_timeout, wrap=wrap))
+        _result(out, "test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap,
+                                                  expected=_ids_of(expected)))
+        if task.regression_command:
+            _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
+                                                  redact=redact, timeout=test_timeout, wrap=wrap,
+                                                  expected=baseline_ids, required="reported"))
+    except SandboxStartFailed as exc:  # journaled, then the attempt ends in error (the harness's)
+        out.entry("sandbox.failed", sandbox_failed_data(exc.stage, exc.message))
+        raise
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
@@ -984,17 +1041,25 @@ def _discard(job: Background) -> None:
 
 
 def _run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-               redact: Redactor, prep: _Prepared) -> None:
+               redact: Redactor, prep: _Prepared) -> bool:
+    """Run the agent; False when its sandbox never started it."""
     try:
-        _agent_started_and_run(plan, task, agent, ws, out, redact, prep)
+        ran = _agent_started_and_run(plan, task, agent, ws, out, redact, prep)
     finally:
         records = prep.proxy.close() if prep.proxy is not None else []
     for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
         out.entry("net.connect", rec)
+    return ran
+
+
+def sandbox_failed_data(stage: str, message: str) -> dict[str, Any]:
+    """The data of a ``sandbox.failed`` entry: the harness's sandbox did not start (an infra
+    failure, never the agent's). ``message`` is bwrap's, bounded and redacted by the caller."""
+    return {"stage": stage, "backend": "bwrap", "message": message}
 
 
 def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: _Out,
-                           redact: Redactor, prep: _Prepared) -> None:
+                           redact: Redactor, prep: _Prepared) -> bool:
     from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, run_agent_process
@@ -1022,7 +1087,11 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=prep.policy,
         watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
     )
-    for kind, data in output_events(outcome):
+    failed = outcome.sandbox_failed
+    if failed is not None:  # bwrap could not start the agent: the harness's failure
+        failed = redact(failed)
+        out.entry("sandbox.failed", sandbox_failed_data("agent", failed))
+    for kind, data in output_events(outcome) if failed is None else []:
         if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
             out.entry(kind, data)
     cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
@@ -1032,7 +1101,7 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         "signal": outcome.signal,
         "wall_s": round(outcome.wall_s, 6),
         "timed_out": outcome.timed_out,
-        "crashed": not outcome.timed_out and (
+        "crashed": failed is None and not outcome.timed_out and (
             outcome.signal is not None or outcome.exit_code not in (0, None)),
         "tokens_in": outcome.usage.tokens_in,
         "tokens_out": outcome.usage.tokens_out,
@@ -1041,9 +1110,11 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         "orphans": outcome.orphans,
         "telemetry": outcome.exit_code is not None or outcome.signal is not None,
         "model_calls": outcome.usage.model_calls,
-        "agent_error": classify(getattr(agent, "kind", ""), outcome),
+        "agent_error": ({"kind": "sandbox_failed", "detail": f"the sandbox did not start: {failed}"}
+                        if failed is not None else classify(getattr(agent, "kind", ""), outcome)),
         "trace_partial": outcome.trace_partial,
     })
+    return failed is None
 
 
 __all__ = ["run_attempt", "run_suite", "run_signal", "parse_junit", "python_argv", "no_filter",

@@ -98,6 +98,7 @@ class ProcessOutcome:
     trace_reason: str = ""
     agent_error: dict[str, str] | None = None  # set when a watch stopped the agent early
     trace_partial: bool = False  # the tracer let go of the agent before the agent ended
+    sandbox_failed: str | None = None  # bwrap's message: the sandbox never ran the agent
 
 
 class CaptureFilter(Protocol):

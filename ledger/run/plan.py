@@ -11,9 +11,11 @@ coordinator journals the plan (``run.started`` / ``run.resumed``).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from evaluators.fold import parse_attempt_id
@@ -104,6 +106,40 @@ def _resolve_sandbox(requested: str, notes: list[str]) -> str:
         version = f" {status.version}" if status.version else ""
         notes.append(f"isolation: every attempt in a bubblewrap{version} sandbox")
     return status.mode
+
+
+def _sandbox_argv(agent: Any) -> tuple[list[str], bool]:
+    """(the command line the agent's sandbox is built for, whether it runs harness code)."""
+    kind = getattr(agent, "kind", None)
+    if kind in ("builtin", "http"):
+        return [sys.executable], True
+    command = getattr(agent, "command", None)
+    program = agent.program() if callable(getattr(agent, "program", None)) else None
+    if command:
+        return [program or str(command[0]), *[str(a) for a in command[1:]]], False
+    return ([program] if program else []), False
+
+
+def _preflight_sandboxes(agents: Sequence[Any], specs: Sequence[str], *,
+                         hidden: Sequence[str]) -> None:
+    """Start each agent's sandbox once with a trivial command before anything is journaled: a
+    sandbox that cannot start is ``NothingToRun`` (exit 3) with bwrap's reason, and no run."""
+    from ledger.sandbox.setup import check_agent_sandbox, hidden_paths, packaged_tasks_dir
+
+    hide = list(dict.fromkeys([*hidden_paths(Path(packaged_tasks_dir()), hidden)]))
+    failed = []
+    for agent, spec in zip(agents, specs, strict=True):
+        argv, harness = _sandbox_argv(agent)
+        if not argv:
+            continue
+        path_env = os.environ.get("PATH", os.defpath)
+        if harness:
+            path_env = os.pathsep.join([os.path.dirname(sys.executable), path_env])
+        why = check_agent_sandbox(argv, path_env=path_env, hidden=hide, harness_code=harness)
+        if why is not None:
+            failed.append(f"{spec}: {why}")
+    if failed:
+        raise NothingToRun("the sandbox cannot start (nothing was run): " + "; ".join(failed))
 
 
 def _check_trace(mode: str) -> None:
@@ -224,6 +260,8 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
     _check_trace(trace)
     sandbox = _resolve_sandbox(req.sandbox or cfg.run.sandbox or "auto", notes)
+    if sandbox == "bwrap":
+        _preflight_sandboxes(agents, specs, hidden=[str(home.path)])
     if repeat < 1 or parallel < 1:
         raise UsageError("--repeat and --parallel must be at least 1")
     slots = [Slot(t, a, r, 1) for t in tasks for a in infos for r in range(1, repeat + 1)]

@@ -437,10 +437,12 @@ def run_agent_process(
     trace_dir: Path | None = None
     log_path: Path | None = None
     argv = list(inv.argv)
+    start_status: Any = None  # bwrap's status pipe: tells a sandbox that never started
     if sandbox is not None:
-        from ledger.sandbox.bwrap import bwrap_command
+        from ledger.sandbox.bwrap import StartStatus, bwrap_command
 
-        argv = bwrap_command(sandbox, argv)
+        start_status = StartStatus()
+        argv = bwrap_command(sandbox, argv, extra=start_status.args())
     if mode == "strace":
         trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
         log_path = trace_dir / "strace.log"
@@ -477,11 +479,16 @@ def run_agent_process(
         proc = subprocess.Popen(
             argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+            pass_fds=start_status.pass_fds if start_status is not None else (),
         )
     except OSError as exc:
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
+        if start_status is not None:
+            start_status.close()
         raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
+    if start_status is not None:
+        start_status.started()
 
     start = time.monotonic()
     born = started_at(proc.pid)  # every process of the attempt starts after this one
@@ -561,6 +568,8 @@ def run_agent_process(
             follower.abandon()
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
+        if start_status is not None:
+            start_status.close()
         raise
     finally:
         sel.close()
@@ -595,6 +604,10 @@ def run_agent_process(
 
     timed.sort(key=lambda item: item[0])  # stable: same-time events keep their arrival order
     rc = proc.returncode
+    sandbox_failed = None
+    if start_status is not None:  # a sandbox the harness stopped did start
+        failure = start_status.failure(rc, err.text())
+        sandbox_failed = clean(failure) if failure and term_at is None else None
     return ProcessOutcome(
         exit_code=rc if rc is not None and rc >= 0 else None,
         signal=-rc if rc is not None and rc < 0 else None,
@@ -612,6 +625,7 @@ def run_agent_process(
         agent_error=({k: clean(str(v)) for k, v in watch.verdict.items()}
                      if watch is not None and watch.verdict is not None else None),
         trace_partial=tracewatch is not None and tracewatch.partial,
+        sandbox_failed=sandbox_failed,
     )
 
 

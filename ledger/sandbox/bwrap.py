@@ -15,6 +15,13 @@ capabilities. When the agent's first process exits, bwrap's init (PID 1 inside) 
 kernel kills every process left in the namespace; ``--die-with-parent`` does the same when the
 harness dies.
 
+``StartStatus`` tells a sandbox that never ran its command (bubblewrap could not apply the policy,
+or could not execute the program inside) from a command that ran and failed: bwrap's
+``--json-status-fd`` gets an ``exit-code`` record only once the command inside has run and ended;
+a sandbox that failed to start exits 1 without one, its reason on stderr (``bwrap: ...``).
+``check_start(policy)`` starts a policy with a trivial command, the same way (``ledger run``'s
+pre-flight).
+
 ``sandbox_status(mode)`` resolves ``auto | bwrap | none`` once per process: ``bwrap`` where it
 cannot work is ``NothingToRun`` (exit 3); ``auto`` falls back to ``none`` with one line saying
 how to get isolation.
@@ -76,6 +83,97 @@ def bwrap_command(policy: SandboxPolicy, argv: Sequence[str], *, program: str | 
         cmd += ["--setenv", name, value]
     cmd += ["--remount-ro", "/", "--chdir", policy.cwd, *extra, "--", *argv]
     return cmd
+
+
+# --------------------------------------------------------------------------- start failures
+
+START_MESSAGE_LIMIT = 500  # bytes of bwrap's own message kept for ``sandbox.failed``
+BACKEND = "bwrap"
+
+
+class StartStatus:
+    """One sandbox start, watched through bwrap's ``--json-status-fd`` (module docstring).
+
+    ``args()`` go before ``--`` (``bwrap_command(..., extra=...)``), ``pass_fds`` to ``Popen``;
+    ``started()`` once the process is started (closes the harness's write end); ``failure(rc,
+    stderr)`` after it ended: bwrap's message when the sandbox never ran its command, else None.
+    """
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+
+    def args(self) -> list[str]:
+        return ["--json-status-fd", str(self._w)]
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return (self._w,) if self._w >= 0 else ()
+
+    def started(self) -> None:
+        if self._w >= 0:
+            os.close(self._w)
+            self._w = -1
+
+    def _records(self) -> bytes:
+        data = b""
+        while len(data) < 1 << 16:
+            try:
+                chunk = os.read(self._r, 1 << 16)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def failure(self, returncode: int | None, stderr: str) -> str | None:
+        """bwrap's message when the sandbox never ran its command (exit 1, no ``exit-code``
+        record, a ``bwrap:`` line first on stderr), else None. Closes the status pipe."""
+        self.started()
+        try:
+            records = self._records()
+        finally:
+            self.close()
+        if returncode != 1 or b'"exit-code"' in records:
+            return None
+        lines = [ln.strip() for ln in stderr.splitlines()
+                 if ln.strip() and not ln.startswith("strace: ")]  # the tracer's own warnings
+        if not lines or not lines[0].startswith("bwrap: "):
+            return None
+        return start_message(lines[0])
+
+    def close(self) -> None:
+        self.started()
+        if self._r >= 0:
+            os.close(self._r)
+            self._r = -1
+
+
+def start_message(text: str, limit: int = START_MESSAGE_LIMIT) -> str:
+    """bwrap's message, one line, bounded (the caller redacts it)."""
+    line = " ".join(text.split())
+    raw = line.encode("utf-8", "replace")
+    if len(raw) <= limit:
+        return line
+    return raw[:limit].decode("utf-8", "ignore") + "..."
+
+
+def check_start(policy: SandboxPolicy, *, program: str | None = None,
+                timeout: float = 20.0) -> str | None:
+    """Start ``policy``'s sandbox with a trivial command; bwrap's message when it cannot start
+    (the pre-flight of ``ledger run``), None when it can."""
+    status = StartStatus()
+    argv = bwrap_command(policy, ["/bin/sh", "-c", ":"], program=program, extra=status.args())
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              pass_fds=status.pass_fds, cwd=policy.cwd)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        status.close()
+        return start_message(f"bwrap: could not start the sandbox: {exc}")
+    return status.failure(proc.returncode, proc.stderr.decode("utf-8", "replace"))
 
 
 # --------------------------------------------------------------------------- availability

@@ -62,8 +62,12 @@ def run_command(
 
     A signal death is reported as 128 + signal number, a timeout as 124, a program that cannot
     start as 127. Output goes to ``output`` (a file outside the worktree) or nowhere. The group is
+<<<<<<< HEAD
     killed on every exit path. ``pass_fds``: descriptors the process inherits (the outcome
     channel's write end, ``ledger.sandbox.outcomes``).
+=======
+    killed on every exit path. ``pass_fds`` stay open in the child (a sandbox's status pipe).
+>>>>>>> b1e393c (sandbox.failed: a sandbox that never started is the harness's failure, never a crash, never CLEAN)
     """
     start = time.perf_counter()
     sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
