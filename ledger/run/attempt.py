@@ -207,6 +207,11 @@ class SandboxWrap:
     def pass_fds(self) -> tuple[int, ...]:
         return self._status.pass_fds if self._status is not None else ()
 
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.close()
+            self._status = None
+
     def check(self, code: int, timed_out: bool, log: Path) -> None:
         status, self._status = self._status, None
         if status is None:
@@ -384,6 +389,10 @@ def run_attempt(plan: AttemptPlan, emit: Emit, *, stop_guard: Any = None) -> Non
         status, error = stop.status, f"{stop.status} by the coordinator"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted"
+    except SandboxStartFailed as exc:  # the harness's sandbox never ran a grading command
+        with contextlib.suppress(Exception):
+            out.entry("sandbox.failed", sandbox_failed_data(exc.stage, exc.message))
+        status, error = "error", str(exc)
     except LedgerError as exc:
         status, error = "error", str(exc)
     except Exception as exc:  # a harness bug must not take the worker down
@@ -556,16 +565,13 @@ def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool
             install_hidden_tests(tree, task)
             wrap = _no_wrap
             if isolated:
-                from ledger.sandbox import bwrap_command
                 from ledger.sandbox.setup import grading_policy
 
                 policy = grading_policy(worktree=tree.worktree, home=tree.home,
                                         scratch=tree.scratch, hidden=_hidden(task, plan.config),
                                         path_env=tool_env(tree).get("PATH", ""),
                                         programs=_task_programs(task))
-
-                def wrap(argv: list[str], policy: Any = policy) -> list[str]:
-                    return bwrap_command(policy, argv)
+                wrap = SandboxWrap(policy, "grading", _commit(task, plan.config)[1])
             verifier = tree.scratch / "verifier"
             verifier.mkdir(mode=0o700)
             result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,
@@ -693,9 +699,8 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
             _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
                                                   redact=redact, timeout=test_timeout, wrap=wrap,
                                                   expected=baseline_ids, required="reported"))
-    except SandboxStartFailed as exc:  # journaled, then the attempt ends in error (the harness's)
-        out.entry("sandbox.failed", sandbox_failed_data(exc.stage, exc.message))
-        raise
+    finally:
+        wrap.close()
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,

@@ -209,16 +209,26 @@ def test_an_agent_sandbox_that_fails_at_the_attempt_is_sandbox_failed_never_clea
     assert _ledger(home, "verify").exit_code == 0
 
 
+@pytest.mark.parametrize("when", ["collecting-before-the-agent", "grading-after-the-agent"])
 def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The agent ran; its grading sandbox could not start: sandbox.failed stage grading, the
-    attempt ends in error (the harness's), no test result pretends the agent failed."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """A grading sandbox that cannot start (the one collecting the hidden test ids before the
+    agent, or the one grading after it): sandbox.failed stage grading, the attempt ends in
+    error (the harness's), and no test result pretends the agent failed. Before the agent,
+    nothing ran and nothing is CLEAN; after it, the agent's own run stands."""
+    import inspect
+
+    import ledger.run.attempt as attempt
     import ledger.sandbox.setup as setup
 
     real = setup.grading_policy
+    monkeypatch.setattr(attempt, "_EXPECTED", {})  # collect afresh, whatever ran before
 
     def bad(**kwargs: Any) -> SandboxPolicy:
         policy = real(**kwargs)
+        grading = any(f.function == "_prepare_grading" for f in inspect.stack())
+        if grading != (when == "grading-after-the-agent"):
+            return policy
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
 
     monkeypatch.setattr(setup, "grading_policy", bad)
@@ -231,7 +241,11 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
     assert failed["stage"] == "grading" and MISSING in failed["message"]
     assert not [e for e in entries if e.kind == "test.result"]
     text = "".join(e.data.get("text", "") for e in entries if e.kind == "agent.output")
-    assert "START-TEST agent ran" in text  # the agent itself did run
+    if when == "collecting-before-the-agent":
+        assert "START-TEST agent ran" not in text
+        assert row["attestation"] in (None, "UNOBSERVED")
+    else:
+        assert "START-TEST agent ran" in text  # the agent itself did run
 
 
 def test_stderr_of_a_started_sandbox_is_never_read_as_a_start_failure() -> None:
