@@ -82,17 +82,7 @@ def _build(shape: Shape, tmp: Path, home: Path, cleanup: list[Path]) -> tuple[st
     agents = tmp / "agents"
     stem = f"{shape.name}-{uuid.uuid4().hex[:6]}" if shape.where == "tmp" else shape.name
     if shape.kind == "static":
-        gcc = shutil.which("gcc")
-        if gcc is None:
-            raise LookupError("gcc is not installed (a static binary needs gcc -static)")
-        src = tmp / f"{shape.name}.c"
-        src.write_text(shape.c_source())
-        out = agents / shape.name
-        proc = subprocess.run([gcc, "-static", "-O1", "-o", str(out), str(src)],
-                              capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise LookupError(f"gcc -static failed (no static libc?): {proc.stderr.strip()[:200]}")
-        return f"cmd:{out}", str(out)
+        return _static_binary(shape, tmp, agents)
     if shape.kind == "venv":
         venv = tmp / "venv"
         subprocess.run([REAL_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True,
@@ -114,6 +104,50 @@ def _build(shape: Shape, tmp: Path, home: Path, cleanup: list[Path]) -> tuple[st
     if shape.where == "relative":
         return f"cmd:./agents/{path.name}", str(path)
     return f"cmd:{path}", str(path)
+
+
+def _is_static(path: str) -> bool:
+    """An ELF executable without an interpreter (PT_INTERP): statically linked."""
+    import struct
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit only
+                return False
+            phoff, = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+    except OSError:
+        return False
+    return not any(struct.unpack_from("<I", table, i * phentsize)[0] == 3  # PT_INTERP
+                   for i in range(phnum))
+
+
+def _static_binary(shape: Shape, tmp: Path, agents: Path) -> tuple[str, str]:
+    """A static C program built with ``gcc -static``; else Debian's busybox-static (``.ci/run``
+    installs it) running the shell body; ``LookupError`` with both reasons otherwise."""
+    why = []
+    gcc = shutil.which("gcc")
+    if gcc is not None:
+        src = tmp / f"{shape.name}.c"
+        src.write_text(shape.c_source())
+        out = agents / shape.name
+        proc = subprocess.run([gcc, "-static", "-O1", "-o", str(out), str(src)],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode == 0 and _is_static(str(out)):
+            return f"cmd:{out}", str(out)
+        why.append(f"gcc -static failed (no static libc?): {proc.stderr.strip()[:200]}")
+    else:
+        why.append("gcc is not installed")
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    if os.path.isfile(busybox) and _is_static(busybox):
+        script = agents / f"{shape.name}.sh"
+        script.write_text(Shape(shape.name, "interp").body())
+        return f"cmd:{busybox} sh {script}", str(script)
+    why.append("no statically linked busybox (apt-get install busybox-static)")
+    raise LookupError("; ".join(why))
 
 
 @pytest.fixture(scope="module")
