@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.output import output_file, output_folder, write_file
 from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
@@ -163,8 +164,9 @@ def _safe_name(attempt: str) -> str:
 
 @attest_group.command("export")
 @click.argument("target", required=False, metavar="HASH")
-@click.option("--dsse", is_flag=True, required=True,
-              help="Write a DSSE envelope (in-toto Statement v1) signed with the ledger's key.")
+@click.option("--dsse", is_flag=True,
+              help="Write DSSE envelopes (in-toto Statement v1) signed with the ledger's key: the "
+                   "only format, and the default.")
 @click.option("--all", "all_run", metavar="RUN",
               help="Export every attestation of RUN (a run id or prefix); -o is then a folder.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
@@ -183,6 +185,7 @@ def export(ctx: Ctx, target: str | None, dsse: bool, all_run: str | None, output
 
     if (target is None) == (all_run is None):
         raise UsageError("name one attestation (HASH) or use --all RUN")
+    output = output_folder(output) if all_run is not None else output_file(output)
     if not ctx.home.journal_path.exists():
         raise NotFound(f"no journal at {ctx.home.journal_path}: run `ledger run` first")
     with Journal.open(ctx.home.journal_path, readonly=True) as journal:
@@ -196,7 +199,7 @@ def export(ctx: Ctx, target: str | None, dsse: bool, all_run: str | None, output
         output.mkdir(parents=True, exist_ok=True)
     for attempt, envelope in written:
         path = output / f"{_safe_name(attempt)}.dsse.json" if all_run is not None else output
-        path.write_text(json.dumps(envelope, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_file(path, (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8"))
         files.append({"attempt": attempt, "path": str(path)})
     if as_json:
         emit_json({"files": files})

@@ -19,11 +19,11 @@ import click
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from ledger.errors import LedgerError, NothingToRun, UsageError
 
-EXIT_OK, EXIT_BAD_ARGS, EXIT_NO_AGENT, EXIT_ALL_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_BAD_ARGS, EXIT_NO_AGENT, EXIT_ALL_FAILED = 0, 2, 3, 3  # the documented codes
 
 
 class BenchUsageError(click.UsageError):
-    """A bad argument to ``ledger bench``: exit 1 (the existing tool's code), not click's 2."""
+    """A bad argument to ``ledger bench``: exit 2, like every other command's usage errors."""
 
     exit_code = EXIT_BAD_ARGS
 

@@ -327,7 +327,7 @@ def _verify_dsse(dsse_file: str, vkey: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("run_arg", required=False, metavar="[RUN]")
 @click.option("--run", "run_opt", help="Run id or prefix (default: the whole log).")
-@click.option("--out", "-o", "out", required=True, help="File to write.")
+@click.option("-o", "--output", "--out", "out", required=True, help="File to write.")
 @click.option("--format", "fmt", type=click.Choice(["bundle", "inspect"]), default="bundle",
               show_default=True,
               help="bundle: the evidence bundle; inspect: an Inspect AI log (.eval) of the run.")
@@ -339,11 +339,12 @@ def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: st
 
     With --format inspect, write the run as an Inspect AI log instead (one sample per attempt).
     """
+    from cli.output import output_file, write_file
+    from cli.reading import Reader
     from ledger.journal.bundle import export_bundle
     from ledger.journal.keys import load_keys
 
-    from cli.reading import Reader
-
+    out = str(output_file(out))
     reader = Reader(ctx.home, unverified=False)  # what is sent elsewhere is checked first
     if fmt == "inspect":
         from ledger.view.write import write_inspect
@@ -366,7 +367,7 @@ def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: st
         else:
             reader.entries(j, run)
         bundle = export_bundle(j, keys_ring, run=run)
-    Path(out).write_text(json.dumps(bundle, sort_keys=True) + "\n", encoding="utf-8")
+    write_file(Path(out), (json.dumps(bundle, sort_keys=True) + "\n").encode("utf-8"))
     info = {"out": out, "run": bundle["run"], "entries": len(bundle["entries"]),
             "tree_size": bundle["tree_size"], "root": bundle["root"], "vkey": keys_ring.verifier.vkey}
     if as_json:

@@ -14,6 +14,7 @@ from cli.main import Ctx, emit_json, json_option, pass_ctx
 from cli.reading import Reader, unverified_option
 from cli.table import grid as _table
 from evaluators.compare import COMPONENTS, compare
+from evaluators.fold import UNSCORED_HARNESS_KINDS
 from evaluators.registry import by_name, replay_run
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from evaluators.views import compute_views
@@ -125,7 +126,12 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
                      for a in v["attempts"]], md)
     lines += ["", f"Cost total: {_fmt(v['cost_total'])} usd"
               + (f" ({v['cost_unknown']} attempt(s) without a cost)" if v["cost_unknown"] else "")]
-    unknown = v["entries"]["unknown"]
+    counted = v["entries"]["unknown"]
+    unscored = {k: n for k, n in counted.items() if k in UNSCORED_HARNESS_KINDS}
+    unknown = {k: n for k, n in counted.items() if k not in UNSCORED_HARNESS_KINDS}
+    if unscored:
+        lines.append("Harness entries the score does not read: "
+                     + ", ".join(f"{k} x{n}" for k, n in unscored.items()))
     if unknown:
         lines.append("Ignored entries of unknown kinds: "
                      + ", ".join(f"{k} x{n}" for k, n in unknown.items()))

@@ -193,7 +193,8 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--task", "task_ids", multiple=True, metavar="ID", help="Task id to run (repeatable).")
 @click.option("--agent", "agents", multiple=True, metavar="SPEC",
               help="Agent: noop, oracle, demo, replay:RUN, claude, codex, ..., cmd:PROGRAM ARGS, "
-                   "or a name from ledger.toml (repeatable).")
+                   "http:MODEL@URL (any OpenAI-compatible endpoint), or a name from ledger.toml "
+                   "(repeatable; docs/agents.md).")
 @click.option("--agent-base-url", metavar="URL",
               help="Point every CLI preset at this model endpoint (e.g. http://127.0.0.1:8000/v1); "
                    "see docs/agents.md.")

@@ -10,9 +10,15 @@ import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from cli.reading import Reader, unverified_option
-from ledger.errors import NotFound, UsageError
+from ledger.errors import LedgerError, NotFound, UsageError
 
 DEFAULT_PORT = 8765
+
+
+class NoBrowser(LedgerError):
+    """``--open`` found no browser to start (exit 1: the page is written, what was asked is not done)."""
+
+    exit_code = 1
 REFRESH_S = 5
 
 
@@ -23,7 +29,7 @@ def _need_journal(ctx: Ctx) -> None:
 
 @click.command("view")
 @click.argument("runs", nargs=-1, metavar="[RUN ...]")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path),
               help="Write the page here (default report.html).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the written page in a browser.")
 @click.option("--serve", is_flag=True,
@@ -53,10 +59,12 @@ def view_cmd(ctx: Ctx, runs: tuple[str, ...], output: Path | None, open_browser:
                       ready=lambda url: click.echo(f"serving {url} (Ctrl-C stops)", err=True),
                       reading=reading)
         return
+    from cli.output import output_file
     from ledger.view.write import write_report
 
+    target = output_file(output or Path("report.html"))
     reader = Reader(ctx.home, unverified=unverified)
-    result = write_report(ctx.home.journal_path, list(runs), output or Path("report.html"),
+    result = write_report(ctx.home.journal_path, list(runs), target,
                           read=reader.entries,
                           verification=lambda: (reader.reading.verified, reader.reading.line()))
     if as_json:
@@ -65,8 +73,9 @@ def view_cmd(ctx: Ctx, runs: tuple[str, ...], output: Path | None, open_browser:
         click.echo(f"wrote {result['path']} ({result['size_bytes']} bytes, "
                    f"{result['attempts']} attempt(s) of {len(result['runs'])} run(s))")
         click.echo(reader.reading.line())
-    if open_browser:
-        webbrowser.open(Path(result["path"]).resolve().as_uri())
+    if open_browser and not webbrowser.open(Path(result["path"]).resolve().as_uri()):
+        raise NoBrowser(f"--open: no browser could be started here; the page is written at "
+                        f"{result['path']}")
 
 
 def register(group: click.Group) -> None:

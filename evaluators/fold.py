@@ -27,6 +27,10 @@ KNOWN_KINDS = frozenset({
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
     "grading", "grading.expected", "grading.anomaly", "sandbox.failed",
 })
+# Kinds the harness writes that the golden fold does not read (the HTTP agent's model turns and
+# the proxy's responses). The view counts them among ``entries.unknown`` as it always has, so
+# views recorded before stay replayable; readers name them as the harness's own, never unknown.
+UNSCORED_HARNESS_KINDS = frozenset({"model.request", "model.response", "net.response"})
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
 TEST_OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})

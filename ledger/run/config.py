@@ -125,6 +125,21 @@ class LedgerConfig:
         return replace(self, agents=agents)
 
 
+
+def _refuse_unknown(what: str, raw: Mapping[str, Any], known: set[str] | frozenset[str]) -> None:
+    """``MalformedInput`` naming the keys of ``raw`` not in ``known``, each with the closest known
+    key when there is one (as task.md typos get), and the known ones."""
+    unknown = sorted(set(raw) - set(known))
+    if not unknown:
+        return
+    import difflib
+
+    named = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), sorted(known), n=1)
+        named.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise MalformedInput(f"{what} {', '.join(named)}; known: {sorted(known)}")
+
 def _strings(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise MalformedInput(f"{where}: expected a list of non-empty strings")
@@ -140,9 +155,7 @@ def _positive_int(value: Any, where: str) -> int:
 def _parse_run(raw: Any, where: str) -> RunDefaults:
     if not isinstance(raw, dict):
         raise MalformedInput(f"{where}: [run] must be a table")
-    unknown = sorted(set(raw) - _RUN_KEYS)
-    if unknown:
-        raise MalformedInput(f"{where}: unknown [run] key(s) {unknown}; known: {sorted(_RUN_KEYS)}")
+    _refuse_unknown(f"{where}: unknown [run] key(s)", raw, _RUN_KEYS)
     timeout = raw.get("timeout")
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
@@ -209,9 +222,7 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     if kind != "cmd":
         raise MalformedInput(f"{at}: kind must be \"cmd\" (a command), \"cli\" (a preset) or "
                              f"\"http\" (the built-in HTTP agent), got {kind!r}")
-    unknown = sorted(set(raw) - _AGENT_KEYS - {"kind"})
-    if unknown:
-        raise MalformedInput(f"{at}: unknown key(s) {unknown}; known: {sorted(_AGENT_KEYS)}")
+    _refuse_unknown(f"{at}: unknown key(s)", raw, _AGENT_KEYS | {"kind"})
     command = raw.get("command")
     if isinstance(command, str):
         try:
@@ -252,9 +263,7 @@ def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
     except RecursionError:
         raise MalformedInput(f"{where}: invalid TOML: nested too deeply") from None
     # [publish] is the disclosure policy of `ledger publish` (ledger.publish.writer.make_policy)
-    unknown = sorted(set(raw) - {"run", "agents", "publish"})
-    if unknown:
-        raise MalformedInput(f"{where}: unknown table(s) {unknown}; known: ['agents', 'publish', 'run']")
+    _refuse_unknown(f"{where}: unknown table(s)", raw, {"run", "agents", "publish"})
     run = _parse_run(raw["run"], where) if "run" in raw else RunDefaults()
     agents_raw = raw.get("agents", {})
     if not isinstance(agents_raw, dict):

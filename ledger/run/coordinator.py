@@ -53,7 +53,7 @@ from ledger.journal.keys import load_or_init_keys
 from ledger.log import get_logger
 from ledger.run.config import LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executors import Executor, make_executor
+from ledger.run.executors import Executor, check_available, make_executor
 from ledger.run.plan import (
     RunPlan,
     RunRequest,
@@ -597,6 +597,7 @@ def execute_run(
             coordinator.append("run.resumed", {
                 "remaining": [s.attempt_id(plan.run_id) for s in plan.slots]})
         else:
+            check_available(executor_kind(request, cfg))  # refused before run.started is written
             plan = fresh_plan(source, journal, request, cfg, now(), rng)
             for note in plan.notes:
                 progress.note(note)

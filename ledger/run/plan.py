@@ -142,6 +142,17 @@ def _preflight_sandboxes(agents: Sequence[Any], specs: Sequence[str], *,
         raise NothingToRun("the sandbox cannot start (nothing was run): " + "; ".join(failed))
 
 
+def _demo_note(tasks: Sequence[Task], notes: list[str]) -> None:
+    """The demo agent re-enacts a recorded demonstration: say which tasks have none (there it
+    does nothing, and the attempt fails), rather than fail them silently."""
+    without = [t.id for t in tasks if not t.demo]
+    if without:
+        shown = ", ".join(without[:5]) + (f" and {len(without) - 5} more" if len(without) > 5 else "")
+        notes.append(f"note: the demo agent has a demonstration for {len(tasks) - len(without)} of "
+                     f"{len(tasks)} task(s); on the others ({shown}) it does nothing and fails them: "
+                     "name a real agent with --agent (docs/agents.md)")
+
+
 def _check_trace(mode: str) -> None:
     """``--trace strace`` where strace cannot run is an error before anything runs."""
     from ledger.run.process import resolve_trace
@@ -264,6 +275,8 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         _preflight_sandboxes(agents, specs, hidden=[str(home.path)])
     if repeat < 1 or parallel < 1:
         raise UsageError("--repeat and --parallel must be at least 1")
+    if any(a.spec == "demo" for a in infos):
+        _demo_note(tasks, notes)
     slots = [Slot(t, a, r, 1) for t in tasks for a in infos for r in range(1, repeat + 1)]
     config = {
         "tiers": sorted({t.tier for t in tasks}), "task_ids": [t.id for t in tasks],

@@ -246,10 +246,13 @@ def write_eval(report: RunReport, path: Path, proof: ProofFn) -> dict[str, Any]:
     """Write the ``.eval`` archive (a temporary file renamed into place); what was written."""
     members = eval_log_members(report, proof)
     tmp = path.with_name(f".{path.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        for name, value in members.items():
-            z.writestr(name, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-    tmp.replace(path)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for name, value in members.items():
+                z.writestr(name, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # no stray file when the write or the rename fails
     samples = [n for n in members if n.startswith("samples/")]
     return {"path": str(path), "format": "inspect", "samples": len(samples),
             "run": report.run_id, "size_bytes": path.stat().st_size}

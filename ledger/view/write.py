@@ -11,7 +11,6 @@ from ledger.journal.journal import Journal
 from ledger.view.html import page_size, render_html
 from ledger.view.model import Read, as_stored, load_reports
 
-
 Verification = Callable[[], tuple[bool, str]]
 """After the runs were read: whether they verified, and the line that says so (or what failed)."""
 
@@ -33,8 +32,11 @@ def write_report(journal_path: Path, runs: Sequence[str], output: Path, *, read:
     page, reports = build_page(journal_path, runs, read=read, verification=verification)
     data = page.encode("utf-8")
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(output)
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(output)
+    finally:
+        tmp.unlink(missing_ok=True)  # no stray file when the write or the rename fails
     return {"path": str(output), "size_bytes": page_size(page),
             "runs": [r.run_id for r in reports],
             "attempts": sum(len(r.views["attempts"]) for r in reports),

@@ -151,12 +151,13 @@ def test_all_agents_failed_exits_3(env: BenchEnv) -> None:
     assert leaderboard_from_entries(env.entries())["verdict"] == "FAIL"
 
 
-def test_no_agent_available_exits_2(env: BenchEnv) -> None:
-    """No agent CLI on PATH (or only missing ones named): exit 2 with a clear line."""
+def test_no_agent_available_exits_3(env: BenchEnv) -> None:
+    """No agent CLI on PATH (or only missing ones named): exit 3 (nothing could be run) with a
+    clear line."""
     code, _out, err = env.bench("--prompt", "Write add(a, b)")
-    assert code == 2 and "no agent CLI found on PATH" in err
+    assert code == 3 and "no agent CLI found on PATH" in err
     code, _out, err = env.bench("--prompt", "x", "--agent", "gemini")
-    assert code == 2 and "not found on PATH" in err
+    assert code == 3 and "not found on PATH" in err
     assert not (env.ledger / "journal.db").exists()
 
 
@@ -173,19 +174,19 @@ def test_no_agent_available_exits_2(env: BenchEnv) -> None:
     (["--prompt", ""], "empty"),
     (["--prompt", "x", "--agent", "nonsense-agent"], "unknown agent"),
 ])
-def test_bad_arguments_exit_1(env: BenchEnv, args: list[str], needle: str) -> None:
-    """Bad flags and combinations exit 1 (the existing tool's code) with the reason."""
+def test_bad_arguments_exit_2(env: BenchEnv, args: list[str], needle: str) -> None:
+    """Bad flags and combinations exit 2 (a usage error, as everywhere) with the reason."""
     env.fakes(claude=GOOD)
     code, _out, err = env.bench(*args)
-    assert code == 1, err
+    assert code == 2, err
     assert needle in err
 
 
 def test_default_input_outside_git_is_a_clear_error(env: BenchEnv) -> None:
-    """With no input the task is `git diff HEAD~1`; outside a repository that is exit 1."""
+    """With no input the task is `git diff HEAD~1`; outside a repository that is exit 2."""
     env.fakes(claude=GOOD)
     code, _out, err = env.bench()
-    assert code == 1 and "--diff HEAD~1" in err
+    assert code == 2 and "--diff HEAD~1" in err
 
 
 def test_offline_judge_is_the_labelled_fallback(env: BenchEnv) -> None:

@@ -28,6 +28,8 @@ def test_missing_extra_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.Mon
     assert code == 2
     assert "pip install 'eval-ledger[ray]'" in err
     assert "Traceback" not in err
+    code, out, _ = _ledger(tmp_path, "runs", "--json")  # the refused start left no empty run
+    assert code != 0 or json.loads(out) == []
 
 
 def test_ray_address_without_ray_executor_is_a_usage_error(tmp_path: Path) -> None:

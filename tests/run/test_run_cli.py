@@ -389,12 +389,14 @@ def test_strace_records_reads_outside_the_worktree(home: Path, tmp_path: Path) -
 
 @pytest.mark.parametrize("text,needle", [
     ("[run\nparallel = 2\n", "invalid TOML"),
-    ("[run]\nparalel = 2\n", "unknown [run] key(s) ['paralel']"),
+    ("[run]\nparalel = 2\n", "unknown [run] key(s) 'paralel' (did you mean 'parallel'?)"),
     ("[run]\ntrace = 'loud'\n", "trace must be one of"),
     ("[run]\nparallel = 0\n", "expected a positive integer"),
     ("[agents.x]\ncommand = 3\n", "command must be a string or a list"),
-    ("[agents.x]\ncommand = 'a'\nshell = true\n", "unknown key(s) ['shell']"),
-    ("[extra]\n", "unknown table(s) ['extra']"),
+    ("[agents.x]\ncommand = 'a'\nshell = true\n", "unknown key(s) 'shell'"),
+    ("[agents.x]\ncomand = 'a'\n", "unknown key(s) 'comand' (did you mean 'command'?)"),
+    ("[extra]\n", "unknown table(s) 'extra'"),
+    ("[agent.x]\ncommand = 'a'\n", "unknown table(s) 'agent' (did you mean 'agents'?)"),
 ])
 def test_bad_ledger_toml_is_a_clear_usage_error(home: Path, text: str, needle: str) -> None:
     """A malformed ledger.toml stops the run before anything starts, naming the file and the problem."""
@@ -459,3 +461,21 @@ def test_model_responses_add_up_to_the_tokens_so_far() -> None:
     r.absorb("model.response", {"usage": {"prompt_tokens": 30, "completion_tokens": 5}})
     r.absorb("model.response", {"usage": None})
     assert r.tokens_so_far == 135
+
+
+def test_demo_agent_says_which_tasks_it_has_no_demonstration_for() -> None:
+    """`--agent demo` on tasks without a demonstration names them (it would fail them silently)."""
+    from types import SimpleNamespace
+
+    from ledger.run.plan import _demo_note
+
+    notes: list[str] = []
+    tasks = [SimpleNamespace(id="add-clamp", demo=[{"write": "x"}]),
+             SimpleNamespace(id="fix-parser", demo=()), SimpleNamespace(id="lru-cache", demo=())]
+    _demo_note(tasks, notes)  # type: ignore[arg-type]
+    assert notes == ["note: the demo agent has a demonstration for 1 of 3 task(s); on the others "
+                     "(fix-parser, lru-cache) it does nothing and fails them: name a real agent "
+                     "with --agent (docs/agents.md)"]
+    notes.clear()
+    _demo_note(tasks[:1], notes)  # type: ignore[arg-type]
+    assert notes == []

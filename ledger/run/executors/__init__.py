@@ -18,6 +18,7 @@ from ledger.errors import UsageError
 from ledger.run.executors.contract import Executor
 
 KINDS = ("local", "ray")
+INSTALL_HINT = "pip install 'eval-ledger[ray]'"
 
 
 def make_executor(kind: str, parallel: int, *, ray_address: str | None = None,
@@ -35,10 +36,21 @@ def make_executor(kind: str, parallel: int, *, ray_address: str | None = None,
     raise UsageError(f"unknown executor {kind!r}; available: {', '.join(KINDS)}")
 
 
+def check_available(kind: str) -> None:
+    """Before a run writes anything: ``UsageError`` when ``kind`` cannot be made here (Ray not
+    installed), so a refused start leaves no empty run behind. Imports nothing heavy."""
+    import importlib.util
+
+    if kind == "ray" and importlib.util.find_spec("ray") is None:
+        raise UsageError(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}")
+    if kind not in KINDS:
+        raise UsageError(f"unknown executor {kind!r}; available: {', '.join(KINDS)}")
+
+
 def executor_factory(*, ray_address: str | None = None,
                      **ray_options: Any) -> Callable[[str, int], Executor]:
     """An ``executor_factory`` for ``execute_run`` that knows ``ray`` (and its options)."""
     return functools.partial(make_executor, ray_address=ray_address, **ray_options)
 
 
-__all__ = ["KINDS", "Executor", "executor_factory", "make_executor"]
+__all__ = ["KINDS", "Executor", "check_available", "executor_factory", "make_executor"]

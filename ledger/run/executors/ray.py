@@ -55,6 +55,7 @@ import ledger
 from ledger.errors import LedgerError, UsageError
 from ledger.run.archive import default_cache_dir, materialize, pack_task
 from ledger.run.contracts import AttemptEvent, AttemptPlan
+from ledger.run.executors import INSTALL_HINT
 from ledger.run.executors.contract import (
     DEFAULT_RUNNER,
     AttemptStopped,
@@ -63,7 +64,6 @@ from ledger.run.executors.contract import (
     load_runner,
 )
 
-INSTALL_HINT = "pip install 'eval-ledger[ray]'"
 POLL_S = 0.05  # how long one pull waits for events at most
 HEARTBEAT_S = 0.25  # a worker asks for stop requests at least this often
 PUSH_TIMEOUT_S = 30.0
