@@ -89,6 +89,25 @@ class AttestationSummary:
     seq: int
 
 
+@dataclass(frozen=True)
+class ModelTurn:
+    """One model call of the HTTP agent: what it asked (the request's new messages), the model it
+    named and the one that answered, what came back, and the usage the server reported."""
+
+    seq: int  # the model.response entry
+    step: int | None
+    requested_model: str | None
+    model: str | None
+    input: tuple[tuple[str, str], ...]  # (role, content) of the messages this request added
+    content: str
+    tool_calls: tuple[tuple[str, str, str], ...]  # (id, function name, arguments as sent)
+    finish_reason: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_s: float | None
+    error: str | None
+
+
 @dataclass
 class AttemptDetail:
     """Everything recorded about one attempt, for its page section and its exports."""
@@ -119,6 +138,8 @@ class AttemptDetail:
     timeline: list[TimelineEvent] = field(default_factory=list)
     activity: dict[str, int] = field(default_factory=dict)  # fs.read, fs.write, proc.exec, ...
     golden: float | None = None  # the golden score of this attempt alone (scored attempts only)
+    model_turns: list[ModelTurn] = field(default_factory=list)  # the HTTP agent's model calls
+    _request: Mapping[str, Any] | None = None  # the last model.request, until its response
 
     @property
     def diff_sha256(self) -> str | None:
@@ -273,6 +294,27 @@ def _model_text(kind: str, d: Mapping[str, Any]) -> str:
     return ""
 
 
+def _model_turn(seq: int, request: Mapping[str, Any], d: Mapping[str, Any]) -> ModelTurn:
+    msg = _map(d.get("message"))
+    usage = _map(d.get("usage"))
+    calls = []
+    for call in msg.get("tool_calls") or []:
+        c = _map(call)
+        fn = _map(c.get("function"))
+        calls.append((_text(c.get("id")), _text(fn.get("name")), _clip(_text(fn.get("arguments")))))
+    latency = d.get("latency_s")
+    return ModelTurn(
+        seq=seq, step=_int(d.get("step")), requested_model=_text(request.get("model")) or None,
+        model=_text(d.get("model")) or None,
+        input=tuple((_text(_map(m).get("role")) or "user", _clip(_text(_map(m).get("content"))))
+                    for m in request.get("messages") or []),
+        content=_clip(_text(msg.get("content"))), tool_calls=tuple(calls),
+        finish_reason=_text(d.get("finish_reason")) or None,
+        input_tokens=_int(usage.get("prompt_tokens")), output_tokens=_int(usage.get("completion_tokens")),
+        latency_s=float(latency) if isinstance(latency, int | float) else None,
+        error=_text(d.get("error")) or None)
+
+
 _FS_KINDS = frozenset({"fs.read", "fs.write"})
 _ACTIVITY_KINDS = frozenset({"fs.read", "fs.write", "proc.exec", "net.connect", "net.response"})
 
@@ -312,9 +354,12 @@ def _on_entry(a: AttemptDetail, e: Entry) -> None:
         elif kind == "model.request":
             a.transcript.append(TranscriptItem(e.seq, kind, "user", None,
                                                _clip(_model_text(kind, d))))
+            a._request = d
         else:
             a.transcript.append(TranscriptItem(e.seq, kind, "assistant", None,
                                                _clip(_model_text(kind, d))))
+            if kind == "model.response":
+                a.model_turns.append(_model_turn(e.seq, a._request or {}, d))
         return
     if kind == "attempt.started":
         a.agent = _text(d.get("agent")) or a.agent

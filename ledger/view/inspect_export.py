@@ -108,8 +108,54 @@ def _messages_and_events(d: AttemptDetail) -> tuple[list[dict[str, Any]], list[d
         elif t.kind == "net.connect":
             events.append({"uuid": _uuid(d.attempt, "ev", t.seq), "timestamp": ts,
                            "event": "info", "source": "net.connect", "data": t.summary})
+    for turn in d.model_turns:
+        ts = _iso(by_seq[turn.seq].when) if turn.seq in by_seq else None
+        events.append(_model_event(d, turn, ts))
     events.sort(key=lambda e: e.get("timestamp") or "")
     return messages, events
+
+
+_STOP = {"stop": "stop", "length": "max_tokens", "tool_calls": "tool_calls",
+         "content_filter": "content_filter"}
+
+
+def model_name(d: AttemptDetail, agent: str | None) -> str:
+    """The model the attempt's journaled model calls name (the answering one first); else the
+    agent's name under ``eval-ledger/`` (a CLI agent whose model the journal does not record)."""
+    for turn in d.model_turns:
+        if turn.model or turn.requested_model:
+            return str(turn.model or turn.requested_model)
+    return f"eval-ledger/{agent}"
+
+
+def _model_event(d: AttemptDetail, turn: Any, ts: str | None) -> dict[str, Any]:
+    """An Inspect ``model`` event for one journaled model call (request and response)."""
+    name = turn.model or turn.requested_model or model_name(d, d.agent)
+    calls = [{"id": cid or f"call-{turn.seq}-{i}", "function": fn or "tool",
+              "arguments": _arguments(args), "type": "function"}
+             for i, (cid, fn, args) in enumerate(turn.tool_calls)]
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content, "source": "generate"}
+    if calls:
+        message["tool_calls"] = calls
+    output: dict[str, Any] = {"model": name, "choices": [
+        {"message": message, "stop_reason": _STOP.get(turn.finish_reason or "", "unknown")}]}
+    if turn.input_tokens is not None or turn.output_tokens is not None:
+        output["usage"] = {"input_tokens": turn.input_tokens or 0,
+                           "output_tokens": turn.output_tokens or 0,
+                           "total_tokens": (turn.input_tokens or 0) + (turn.output_tokens or 0)}
+    if turn.error:
+        output["error"] = turn.error
+    event: dict[str, Any] = {
+        "uuid": _uuid(d.attempt, "model", turn.seq), "timestamp": ts, "event": "model",
+        "model": name, "requested_model": turn.requested_model,
+        "input": [{"role": role if role in ("system", "user", "assistant", "tool") else "user",
+                   "content": text} for role, text in turn.input],
+        "tools": [], "tool_choice": "auto", "config": {}, "output": output,
+        "error": turn.error,
+    }
+    if turn.latency_s is not None:
+        event["working_time"] = turn.latency_s
+    return event
 
 
 def _scores(d: AttemptDetail, row: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +185,7 @@ def _sample(report: RunReport, row: dict[str, Any], multi_agent: bool,
     d = report.attempts.get(row["attempt"]) or AttemptDetail(attempt=row["attempt"])
     messages, events = _messages_and_events(d)
     sample_id = f"{row['task']}/{row['agent']}" if multi_agent else row["task"]
-    model = f"eval-ledger/{row['agent']}"
+    model = model_name(d, row["agent"])
     usage: dict[str, Any] = {}
     if d.tokens_in is not None or d.tokens_out is not None or row["cost_usd"] is not None:
         usage[model] = {"input_tokens": d.tokens_in or 0, "output_tokens": d.tokens_out or 0,
@@ -202,7 +248,10 @@ def eval_log_members(report: RunReport, proof: ProofFn) -> dict[str, Any]:
     multi = len({r["agent"] for r in rows}) > 1
     samples = [_sample(report, r, multi, proof) for r in rows]
     agents = sorted({r["agent"] for r in rows if r["agent"]})
-    model = f"eval-ledger/{agents[0]}" if len(agents) == 1 else "eval-ledger/multiple-agents"
+    models = sorted({s["output"]["model"] for s in samples})
+    # Inspect's log names one model: the one every sample used; with several, the first, and
+    # every sample's own model stays in its output and usage
+    model = models[0] if models else "eval-ledger/none"
     created = _iso(report.first_ts) or _iso(0)
     eval_spec = {
         "eval_id": _uuid(report.content_digest), "run_id": report.run_id, "created": created,
@@ -212,7 +261,7 @@ def eval_log_members(report: RunReport, proof: ProofFn) -> dict[str, Any]:
                     "sample_ids": sorted({s["id"] for s in samples})},
         "model": model, "model_generate_config": {}, "model_args": {}, "config": {},
         "packages": {"eval-ledger": report.harness_version or "unknown"},
-        "metadata": {"agents": agents, "content_digest": report.content_digest,
+        "metadata": {"agents": agents, "models": models, "content_digest": report.content_digest,
                      "checkpoint": report.checkpoint.get("note") if report.checkpoint else None,
                      "status": report.views["status"]},
     }

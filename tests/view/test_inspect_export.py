@@ -104,3 +104,48 @@ def test_inspect_lists_the_log(exported: tuple[Path, Path, dict]) -> None:  # ty
     _, out, _ = exported
     listed = inspect_log.list_eval_logs(str(out.parent), recursive=False)
     assert any(Path(info.name).name == out.name for info in listed)
+
+
+def test_model_calls_are_inspect_model_events_with_the_real_model(tmp_path: Path) -> None:
+    """An HTTP agent's journaled model calls come back from Inspect's reader as `model` events
+    (input, output, usage), and the sample and the log name the model that answered, not
+    `eval-ledger/<agent>`."""
+    from tests.evaluators.builders import RunBuilder, task
+
+    run = "r-20261202T100000Z-mmmmmm"
+    b = RunBuilder(run=run)
+    b.started([task("t0")], agents=("http-m",))
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+    b.attempt("t0", agent="http-m", extra=[
+        ("model.request", {"step": 1, "model": "qwen2.5-coder", "messages": [
+            {"role": "system", "content": "You fix code."}, {"role": "user", "content": "Fix t0."}]}),
+        ("model.response", {"step": 1, "try": 1, "status": 200, "latency_s": 0.25,
+                            "message": {"content": None, "tool_calls": [call]},
+                            "finish_reason": "tool_calls", "model": "qwen2.5-coder-7b",
+                            "usage": {"prompt_tokens": 120, "completion_tokens": 7}}),
+        ("model.request", {"step": 2, "model": "qwen2.5-coder", "messages": [
+            {"role": "tool", "content": "calc.py"}]}),
+        ("model.response", {"step": 2, "try": 1, "status": 200, "latency_s": 0.5,
+                            "message": {"content": "Done."}, "finish_reason": "stop",
+                            "model": "qwen2.5-coder-7b",
+                            "usage": {"prompt_tokens": 140, "completion_tokens": 3}}),
+    ])
+    b.finished()
+    home = tmp_path / "L"
+    home.mkdir()
+    write(home, b)
+    out = tmp_path / "run.eval"
+    _ledger(home, "export", "--format", "inspect", run, "-o", str(out))
+    log = inspect_log.read_eval_log(str(out))
+    assert log.eval.model == "qwen2.5-coder-7b"
+    s = log.samples[0]
+    assert s.output.model == "qwen2.5-coder-7b" and "qwen2.5-coder-7b" in s.model_usage
+    turns = [e for e in s.events if e.event == "model"]
+    assert [t.model for t in turns] == ["qwen2.5-coder-7b", "qwen2.5-coder-7b"]
+    first, second = turns
+    assert [m.role for m in first.input] == ["system", "user"] and first.input[1].text == "Fix t0."
+    assert first.output.choices[0].message.tool_calls[0].function == "bash"
+    assert first.output.choices[0].stop_reason == "tool_calls"
+    assert first.output.usage.input_tokens == 120 and second.output.usage.output_tokens == 3
+    assert second.output.choices[0].message.text == "Done."
