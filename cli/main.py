@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "cli.view_cmds",
     "cli.witness_cmds",
     "cli.publish_cmds",
+    "cli.stats_cmds",
 ]
 
 
@@ -49,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "view": "cli.view_cmds",
     "witness": "cli.witness_cmds",
     **dict.fromkeys(("publish", "serve", "monitor"), "cli.publish_cmds"),
+    "plan": "cli.stats_cmds",
 }
 
 

@@ -148,21 +148,37 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
 @json_option
 @click.option("--format", "fmt", type=click.Choice(["text", "md"]), default="text",
               help="Text table (default) or Markdown.")
+@click.option("--count-infra-failures", "count_infra", is_flag=True,
+              help="Count infra failures (sandbox start, endpoint, disk, executor, harness) as "
+                   "failed attempts in the statistics instead of excluding them.")
 @unverified_option
 @pass_ctx
-def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str, unverified: bool) -> None:
-    """Composite score, the five components, per-tier and per-agent tables, cost, checkpoint."""
+def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str, count_infra: bool,
+               unverified: bool) -> None:
+    """Composite score, the five components, per-tier and per-agent tables, cost, the statistics
+    (intervals, clustered errors, minimum detectable effect, flaky tasks, infra failures apart),
+    checkpoint."""
+    from cli.stats_render import stats_lines
+    from evaluators.stats_view import stats_of
+
     if as_json and fmt != "text":
         raise UsageError("use either --json or --format, not both")
     reader = Reader(ctx.home, unverified=unverified)
     with _open(ctx) as j:
-        v, last_seq = _views(j, run_prefix, reader)
-        checkpoint = _checkpoint(j, last_seq)
+        run_id = j.resolve_run(run_prefix)
+        entries = reader.entries(j, run_id)
+        v = compute_views(entries, run_id)
+        stats = stats_of(entries, run_id, count_infra=count_infra)
+        checkpoint = _checkpoint(j, entries[-1].seq if entries else None)
     if as_json:
-        emit_json({**v, "checkpoint": checkpoint, "verification": reader.reading.as_dict()})
+        emit_json({**v, "statistics": stats, "checkpoint": checkpoint,
+                   "verification": reader.reading.as_dict()})
     else:
         _banner(reader)
-        click.echo(render_report(v, checkpoint, fmt == "md"))
+        md = fmt == "md"
+        click.echo(render_report(v, checkpoint, md))
+        click.echo("")
+        click.echo("\n".join(stats_lines(stats, md)))
         _verified_line(reader)
 
 
