@@ -203,6 +203,9 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Time budget of every attempt (overrides the tasks' budgets).")
 @click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run (id or prefix).")
+@click.option("--retry", type=click.Choice(("infra",)),
+              help="With --resume: re-run only the attempts that failed for infra reasons "
+                   "(sandbox start, model endpoint, disk, executor, harness), nothing else.")
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES),
               help="Isolation of every attempt: auto (bubblewrap where it works, default), "
@@ -220,15 +223,18 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
             agent_base_url: str | None, parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
+            retry: str | None,
             trace: str | None, sandbox: str | None, no_save: bool, executor: str | None,
             ray_address: str | None,
             compare_prev: bool, keep_worktrees: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
     if ray_address and executor == "local":
         raise UsageError("--ray-address needs --executor ray")
+    if retry and not resume:
+        raise UsageError("--retry infra needs --resume RUN")
     request = RunRequest(tiers=tiers, task_ids=task_ids, agents=agents, parallel=parallel,
                          repeat=repeat, timeout_s=timeout, trace=trace, sandbox=sandbox,
-                         resume=resume,
+                         resume=resume, retry=retry,
                          executor=executor, ray_address=ray_address,
                          keep_worktrees=keep_worktrees, agent_base_url=agent_base_url)
     progress = LineProgress(quiet=True) if as_json else (

@@ -44,6 +44,7 @@ class RunRequest:
     trace: str | None = None
     sandbox: str | None = None  # "auto" | "bwrap" | "none"; None: ledger.toml, else auto
     resume: str | None = None
+    retry: str | None = None  # with resume: "infra" re-runs only the infra-failed attempts
     executor: str | None = None  # "local" | "ray"; None: ledger.toml [run] executor, else local
     ray_address: str | None = None
     test_timeout_s: float | None = None
@@ -345,11 +346,24 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
             if parsed is not None and e.data.get("status") in FINAL_STATUSES:
                 done.add(parsed[1:4])
     repeat = int(rec_cfg.get("repeat", 1))
-    slots = [
-        Slot(t, a, r, tries.get((t.id, a.name, r), 0) + 1)
-        for t in tasks for a in infos for r in range(1, repeat + 1)
-        if (t.id, a.name, r) not in done
-    ]
+    if req.retry == "infra":
+        # only the slots whose scored attempt failed because the harness or the machine did
+        # (evaluators/stats_view.py INFRA_KINDS), under new try numbers; nothing else
+        from evaluators.stats_view import infra_attempts
+
+        retry = {parsed[1:4] for a in infra_attempts(prior, run_id)
+                 if (parsed := parse_attempt_id(a)) is not None}
+        slots = [Slot(t, a, r, tries.get((t.id, a.name, r), 0) + 1)
+                 for t in tasks for a in infos for r in range(1, repeat + 1)
+                 if (t.id, a.name, r) in retry]
+    elif req.retry is not None:
+        raise UsageError(f"--retry takes infra, not {req.retry!r}")
+    else:
+        slots = [
+            Slot(t, a, r, tries.get((t.id, a.name, r), 0) + 1)
+            for t in tasks for a in infos for r in range(1, repeat + 1)
+            if (t.id, a.name, r) not in done
+        ]
     timeout = req.timeout_s if req.timeout_s is not None else rec_cfg.get("timeout_s")
     _check_trace(req.trace or str(rec_cfg.get("trace", "auto")))
     if rec_cfg.get("sandbox") == "bwrap":  # the run was isolated: its rest must be too
