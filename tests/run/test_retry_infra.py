@@ -84,7 +84,7 @@ def test_an_injected_sandbox_start_failure_is_excluded_and_retried_alone(
     if not ok:
         pytest.skip(f"bubblewrap unusable: {why}")
     import ledger.sandbox.setup as setup
-    from tests.sandbox.test_start_failure import MISSING, _agent, _entries, _inline_run, _ledger
+    from tests.sandbox.test_start_failure import MISSING, _entries, _inline_run, _ledger
 
     real = setup.agent_policy
     calls = {"n": 0}
