@@ -103,7 +103,8 @@ _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
 _ATT_KEYS = _BODY_KEYS | {"signature", "seal"}
 RESULT_KINDS = frozenset({
     "attempt.started", "commitment", "test.baseline", "agent.started", "agent.finished", "diff",
-    "signal.result", "test.result", "attempt.finished", "grading",
+    "signal.result", "test.result", "attempt.finished", "grading", "canary.commitment",
+    "canary.result",
 })
 """The per-attempt entries an attestation binds by seq and leaf hash (its ``results`` field)."""
 MAX_RESULTS = 4096

@@ -2,7 +2,8 @@
 
     entries of the attempt --scan_attempt(commitment, policy, scanner)--> ScanResult
         activity count + digest over the leaf hashes of every activity entry (seq order)
-        matches (seq, class): content | path | read-scope | write-scope | network
+        matches (seq, class): content | path | read-scope | write-scope | network |
+                              canary-passed (graded code passed a canary: attest/canary.py)
         verdict: DIRTY (any match) / UNOBSERVED (activity not captured) / CLEAN
 
 Inflow (what reached the agent) is matched against the commitment: ``fs.read`` content and
@@ -31,6 +32,12 @@ for path and read scope, one match per class for the whole entry (a folder is re
 everything below it is allowed). Its ``worktree`` count (unwritten files of the starting tree)
 is never contamination and is not scanned.
 
+Canary rule: the attempt's ``canary.result`` is checked against its ``canary.commitment``: a
+canary whose outcome is ``passed`` (or a result that does not list exactly the committed canaries)
+is a ``canary-passed`` match on the result entry, whatever the activity was. A correct solution
+fails every canary, so passing one proves the graded code forged its outcomes, exited early or
+read the expected values. Journals without canary entries scan as before.
+
 Path rule: a read outside the worktree whose resolved path (or an ancestor directory, a suffix
 of two or more components, or a hidden test's basename) is committed is a ``path`` match, as is
 an absolute or ``..`` path to it in a command line or tool input. Redaction markers in any inflow
@@ -56,7 +63,8 @@ ACTIVITY_KINDS = frozenset({
     "fs.read", "fs.read.summary", "fs.write", "proc.exec", "net.connect", "net.response",
     "tool.call", "tool.result", "agent.output", "diff",
 })
-MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network")
+MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network", "canary-passed")
+CANARY_KINDS = frozenset({"canary.commitment", "canary.result"})
 SCOPE_CLASSES = frozenset({"read-scope", "write-scope", "network"})
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
 OBSERVED_TRACES = frozenset({"strace", "transcript"})
@@ -542,6 +550,7 @@ def scan_attempt(
     trace: str | None = None
     started = False
     isolation, sandbox = "none", None
+    canary_entries: dict[str, Entry] = {}
     prev = -1
     for e in entries:
         if e.seq <= prev:
@@ -578,6 +587,8 @@ def scan_attempt(
             continue
         if e.kind == "sandbox.failed" and e.data.get("stage") == "agent":
             started = False  # the sandbox never ran the agent: nothing was observed
+        if e.kind in CANARY_KINDS:
+            canary_entries[e.kind] = e
             continue
         if e.kind == "agent.finished" and e.data.get("trace_partial") is True and trace:
             trace = "partial"  # the tracer let go before the agent ended: not observed
@@ -590,6 +601,7 @@ def scan_attempt(
     if commitment_seq is None:
         raise VerificationError("commitment", f"no commitment entry for attempt {attempt}")
     scan.finish()
+    _canary_matches(scan, canary_entries)
     observed = started and trace != "partial" and (trace in OBSERVED_TRACES or scan.transcript)
     matches = tuple(sorted(scan.matches.values(), key=lambda m: m.key))
     return ScanResult(
@@ -613,3 +625,28 @@ def scan_attempt(
         sandbox=sandbox,
         refusals=tuple(scan.refusals),
     )
+
+
+def _canary_matches(scan: _Scan, found: Mapping[str, Entry]) -> None:
+    """A ``canary-passed`` match on the ``canary.result`` entry when a committed canary passed,
+    or when the result does not account for exactly the committed canaries."""
+    from attest.canary import check_commitment, passed_items
+
+    res = found.get("canary.result")
+    if res is None:
+        return
+    com = found.get("canary.commitment")
+    problem: str | None = None
+    passed: list[str] = []
+    try:
+        committed = check_commitment(com.data.get("canaries") if com is not None else None)
+    except MalformedInput as exc:
+        problem = f"no valid canary commitment: {exc}"
+    else:
+        data = res.data.get("canaries")
+        passed, problem = passed_items(committed, data if isinstance(data, Mapping) else {})
+    if passed or problem:
+        items = tuple(bytes.fromhex(i) for i in passed if isinstance(i, str)
+                      and len(i) == 32 and all(ch in "0123456789abcdef" for ch in i))
+        detail = problem or f"{len(passed)} canary test(s) or signal(s) passed"
+        scan.add(res, "canary-passed", items, detail)

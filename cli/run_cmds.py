@@ -219,6 +219,9 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--compare", "compare_prev", is_flag=True,
               help="Also print the score delta against the previous run of the same task set.")
 @click.option("--keep-worktrees", is_flag=True, hidden=True, help="Keep attempt directories (debugging).")
+@click.option("--no-canaries", is_flag=True,
+              help="Give attempts no canaries (mutant hidden tests that catch forged outcomes): "
+                   "for control runs and the benchmark baseline; recorded in run.started.")
 @json_option
 @pass_ctx
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
@@ -226,7 +229,7 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
             retry: str | None,
             trace: str | None, sandbox: str | None, no_save: bool, executor: str | None,
             ray_address: str | None,
-            compare_prev: bool, keep_worktrees: bool, as_json: bool) -> None:
+            compare_prev: bool, keep_worktrees: bool, no_canaries: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
     if ray_address and executor == "local":
         raise UsageError("--ray-address needs --executor ray")
@@ -236,7 +239,8 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
                          repeat=repeat, timeout_s=timeout, trace=trace, sandbox=sandbox,
                          resume=resume, retry=retry,
                          executor=executor, ray_address=ray_address,
-                         keep_worktrees=keep_worktrees, agent_base_url=agent_base_url)
+                         keep_worktrees=keep_worktrees, agent_base_url=agent_base_url,
+                         canaries=not no_canaries)
     progress = LineProgress(quiet=True) if as_json else (
         BarProgress() if sys.stderr.isatty() else LineProgress())
     if no_save:

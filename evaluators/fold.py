@@ -25,7 +25,8 @@ KNOWN_KINDS = frozenset({
     "fs.read.summary", "fs.write", "proc.exec", "net.connect", "tool.call", "tool.result",
     "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
-    "grading", "grading.expected", "grading.anomaly", "sandbox.failed",
+    "grading", "grading.expected", "grading.anomaly", "sandbox.failed", "canary.commitment",
+    "canary.result",
 })
 # Kinds the harness writes that the golden fold does not read (the HTTP agent's model turns and
 # the proxy's responses). The view counts them among ``entries.unknown`` as it always has, so
@@ -181,6 +182,8 @@ class AttemptState:
     isolation: str | None = None  # the latest attestation's isolation ("sandbox"/"none")
     agent_error: str | None = None  # agent.finished's agent_error kind (never reached a model)
     sandbox_failed: str | None = None  # what a sandbox.failed entry said (an infra failure)
+    canary_commitment: dict[str, Any] | None = None  # the canary.commitment's map
+    canary_result: dict[str, Any] | None = None  # the canary.result's map
 
 
 @dataclass
@@ -481,9 +484,13 @@ def _rederive(run: TestRun, d: dict[str, Any], expected: tuple[str, ...] | None,
     if not all(isinstance(o, str) and isinstance(r, str) for o, r in pairs.values()):
         raise _Malformed("tests")
     whole = sum(run.counts.values()) == len(pairs)
+    canaries = d.get("canaries")
+    if canaries is not None and not isinstance(canaries, dict):
+        raise _Malformed("canaries")
     v = suite_verdict(exit_code=run.exit_code, timed_out=_bool(d, "timed_out", False),
                       report=report, tests=pairs, expected=expected if whole else None,
-                      required=required, extra_allowed=_bool(d, "extra_allowed", False))
+                      required=required, extra_allowed=_bool(d, "extra_allowed", False),
+                      canaries=canaries)
     recorded = d.get("anomalies", [])
     if not isinstance(recorded, list) or not all(
             isinstance(x, dict) and isinstance(x.get("reason"), str) for x in recorded):
@@ -614,6 +621,17 @@ def _on_attestation(state: FoldState, entry: Entry) -> None:
     a.isolation = iso if iso in ("sandbox", "none") else "none"
 
 
+def _on_canary(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    data = entry.data.get("canaries")
+    if not isinstance(data, dict):
+        raise _Malformed("canaries")
+    if entry.kind == "canary.commitment":
+        a.canary_commitment = data
+    else:
+        a.canary_result = data
+
+
 def _on_attempt_finished(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
     status, error = _str(entry.data, "status"), _opt_str(entry.data, "error")
@@ -651,6 +669,8 @@ _HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
     "judge.verdict": _on_judge_verdict,
     "attestation": _on_attestation,
     "attempt.finished": _on_attempt_finished,
+    "canary.commitment": _on_canary,
+    "canary.result": _on_canary,
 }
 
 

@@ -54,7 +54,8 @@ def _ids(items: Sequence[str]) -> str:
 
 def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str, Any],
                   tests: Mapping[str, tuple[str, str]], expected: Sequence[str] | None,
-                  required: str = "passed", extra_allowed: bool = False) -> SuiteVerdict:
+                  required: str = "passed", extra_allowed: bool = False,
+                  canaries: Mapping[str, Any] | None = None) -> SuiteVerdict:
     """The verdict of one pytest suite run under the reporter.
 
     ``report`` is ``Report.summary()`` as recorded (started, ended, exitstatus, collect_errors,
@@ -65,6 +66,11 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
     pre-existing failures ``regressions`` judges). ``extra_allowed``: ids beyond the expected
     ones are not an anomaly (a regression suite run in the agent's own tree, without isolation,
     where tests the agent added are collected too; they must still pass).
+    ``canaries``: the test canaries mixed into the session (attest/canary.py), taken out of
+    ``tests``: ``{tests, failed, all_failed}`` (canaries, their failed cases, whether every
+    canary was reported and failed). A correct solution fails them, so the session must then
+    end with 1, and the suite passes only when every canary failed (a canary passed with its
+    original is judged by the scan: ``canary-passed``).
     """
     anomalies: list[tuple[str, str]] = []
     ended = bool(report.get("ended"))
@@ -95,9 +101,11 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
                                             f"outcome: {_ids(forged)}"))
     bad = sorted(t for t, (outcome, said) in tests.items()
                  if outcome in ("failed", "error") or said in ("failed", "error"))
-    if (bad or collect_errors) and status == 0:
-        anomalies.append(("exit-code-disagrees",
-                          f"the session ended with 0 while {len(bad) + collect_errors} failed"))
+    canary_failed = int((canaries or {}).get("failed") or 0)
+    canaries_ok = canaries is None or bool(canaries.get("all_failed"))
+    if (bad or collect_errors or canary_failed) and status == 0:
+        anomalies.append(("exit-code-disagrees", f"the session ended with 0 while "
+                          f"{len(bad) + collect_errors + canary_failed} failed"))
     if not tests and not collect_errors:
         anomalies.append(("zero-collected", "the session reported no test"))
     missing: list[str] = []
@@ -113,8 +121,9 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
                                             f"{_ids(unknown)}"))
         if not want:
             anomalies.append(("zero-collected", "no test was expected"))
-    passed = (not anomalies and exit_code == 0 and status == 0 and not bad and not collect_errors
-              and bool(tests) and not missing)
+    want = 1 if canary_failed else 0  # the canaries' failures are the session's only ones
+    passed = (not anomalies and exit_code == want and status == want and not bad
+              and not collect_errors and bool(tests) and not missing and canaries_ok)
     if passed and expected is not None and required == "passed":
         passed = all(tests[t][0] == "passed" for t in expected)
     return SuiteVerdict(passed, tuple(anomalies))

@@ -67,7 +67,7 @@ class Trusted:
 
 ATTEMPT_PREFIXES = ("attempt.", "test.", "signal.", "agent.", "fs.", "proc.", "net.", "tool.",
                     "model.", "grading.")
-ATTEMPT_KINDS = frozenset({"commitment", "diff"})
+ATTEMPT_KINDS = frozenset({"commitment", "diff", "canary.commitment", "canary.result"})
 """Harness kinds that belong to one attempt (besides ``attestation`` and ``judge.verdict``): the
 span rule applies to them. Unknown kinds are left to the fold, which counts them."""
 

@@ -77,6 +77,9 @@ def _incomplete_details(f: AttemptFacts) -> str:
     if f.status != "completed":
         return f"attempt {f.status}" + (f": {f.error}" if f.error else "")
     parts = []
+    if getattr(f, "canaries_passed", 0):
+        parts.append(f"graded code passed {f.canaries_passed} canary(ies): its outcomes are "
+                     "forged or read from the tests")
     if f.crashed:
         parts.append("agent crashed")
     if not f.changed_files:

@@ -3,10 +3,13 @@
     load task (hash must match the plan)   resolve agent
     workspace: fresh worktree, fresh git history          (ground truth stays outside)
     commitment      ---> emitted BEFORE the agent starts
+    canary.commitment    (the attempt's canaries, committed by item; attest/canary.py)
     test.baseline   ---> the regression command, before the agent
     agent.started, activity..., agent.finished
     hidden tests copied in as tests_hidden/ (only now)
-    signal.result*, test.result (hidden), test.result (regression)
+    canaries written over the hidden tests (test canaries mixed into their files)
+    signal.result*, (signal canaries), test.result (hidden, real tests only), canary.result,
+    test.result (regression)
     diff            (taken right after the agent, before the hidden tests entered)
     attempt.finished
 
@@ -68,6 +71,7 @@ from ledger.tasks.checks import (  # the one runner and signal check (tasks vali
 from ledger.tasks.model import Signal, Task
 
 if TYPE_CHECKING:
+    from attest.canary import Derived
     from attest.redact import Redactor
 
 TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
@@ -242,14 +246,18 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
               timeout: float, label: str | None = None,
               extra_env: Mapping[str, str] | None = None, wrap: Wrap = _no_wrap,
               expected: Sequence[str] | None = None, required: str = "passed",
-              collect_only: bool = False, extra_allowed: bool = False) -> dict[str, Any]:
+              collect_only: bool = False, extra_allowed: bool = False,
+              canaries: Derived | None = None,
+              canary_out: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry.
 
     A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``), whose
     records arrive over an inherited pipe; ``evaluators.grading.suite_verdict`` decides from
     them and ``expected`` (the ids fixed before the agent started). Any other command's exit
     code decides (``outcomes: "exit-code"``). ``wrap`` turns the command line into one that
-    runs in the grading sandbox."""
+    runs in the grading sandbox. With ``canaries`` (test canaries mixed into the
+    session) their records are taken out before anything else sees the report: ``canary_out``
+    gets their outcomes, the entry only their counts (``canaries``)."""
     from evaluators.grading import recorded_tests, suite_verdict
     from ledger.sandbox.outcomes import ReportChannel, pytest_args
 
@@ -272,6 +280,9 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     except BaseException:
         channel.close()
         raise
+    report.tests, seen, canary_counts = split_canaries(report.tests, canaries)
+    if canary_out is not None:
+        canary_out.update(seen)
     counts, tests = _reported(report, redact)
     summary = report.summary()
     data: dict[str, Any] = {
@@ -285,6 +296,8 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
         "counts": counts,
         "tests": tests,
     }
+    if canary_counts is not None:
+        data["canaries"] = canary_counts
     if collect_only:
         data["collected"] = list(report.collected)
         data["passed"] = report.ended and code == 0 and bool(report.collected)
@@ -292,7 +305,8 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     verdict = suite_verdict(exit_code=code, timed_out=timed_out, report=summary,
                             tests=recorded_tests(tests) if len(report.tests) <= MAX_TESTS else {
                                 t: (r["outcome"], r["reported"]) for t, r in report.tests.items()},
-                            expected=expected, required=required, extra_allowed=extra_allowed)
+                            expected=expected, required=required, extra_allowed=extra_allowed,
+                            canaries=canary_counts)
     data["passed"] = verdict.passed
     if extra_allowed:
         data["extra_allowed"] = True
@@ -428,6 +442,11 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
 
     commitment, redact = _commit(task, cfg)
     out.entry("commitment", {"commitment": commitment})
+    canaries = _canaries(task, cfg)
+    if canaries is not None:  # committed before the agent starts; their text never journaled
+        from attest.canary import commit
+
+        out.entry("canary.commitment", {"canaries": commit(canaries)})
 
     test_timeout = float(cfg.get("test_timeout_s", DEFAULT_TEST_TIMEOUT_S))
     # Sandboxed, the agent's sandbox and the grading tree (the starting repo, under the
@@ -470,17 +489,12 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
         out.phase("tests")
         grade, policy = grading if grading is not None else _prepare_grading(plan, task, ws)
         _grade_isolated(plan, task, ws, diff, out, redact, test_timeout, grade, policy,
-                        expected=expected, baseline_ids=baseline_ids)
+                        expected=expected, baseline_ids=baseline_ids, canaries=canaries)
         out.entry("diff", diff)
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
     out.phase("tests")
-    install_hidden_tests(ws, task)
-    for index, sig in enumerate(task.signals):
-        _result(out, "signal.result", run_signal(ws, index, sig, redact=redact,
-                                                 timeout=test_timeout))
-    _result(out, "test.result", _hidden_suite(ws, task, redact, test_timeout,
-                                              expected=_ids_of(expected)))
+    _grade_hidden(ws, task, out, redact, test_timeout, canaries, expected=_ids_of(expected))
     if task.regression_command:
         # the agent's own tree: tests it added are collected too (isolated grading drops them)
         _result(out, "test.result", run_suite(ws, "regression", task.regression_command,
@@ -592,7 +606,9 @@ def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool
 
 
 def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
-                  wrap: Wrap = _no_wrap, expected: Sequence[str] | None = None) -> dict[str, Any]:
+                  wrap: Wrap = _no_wrap, expected: Sequence[str] | None = None,
+                  canaries: Derived | None = None,
+                  canary_out: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
     from ledger.tasks.apply import hidden_env, read_reward, reward_passes
 
@@ -604,7 +620,7 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
         timeout = task.grading.timeout_s
     result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
                        extra_env=hidden_env(task, ws.worktree, verifier), wrap=wrap,
-                       expected=expected)
+                       expected=expected, canaries=canaries, canary_out=canary_out)
     if task.grading is not None and task.grading.reward_file is not None:
         reward, _detail = read_reward(verifier, task.grading.reward_file)
         result["reward"] = reward
@@ -612,6 +628,102 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
         result["outcomes"] = "reward-file"
         result.pop("anomalies", None)
     return result
+
+
+# --------------------------------------------------------------------------- canaries
+
+
+CANARY_SIGNAL_INDEX = 1000  # signal canaries' scratch logs: signal-1000.log, ... (never journaled)
+
+
+def _canaries(task: Task, cfg: Mapping[str, Any]) -> Derived | None:
+    """The attempt's canaries (``attest.canary``), chosen under its commitment key; None when
+    the run turned them off (``canaries: false``, the benchmark's baseline)."""
+    if cfg.get("canaries", True) is False:
+        return None
+    from ledger.tasks.canaries import derive_for
+
+    return derive_for(task, bytes(cfg["commitment_key"]))
+
+
+def _grade_hidden(ws: Workspace, task: Task, out: _Out, redact: Redact, timeout: float,
+                  canaries: Derived | None, wrap: Wrap = _no_wrap,
+                  expected: Sequence[str] | None = None) -> None:
+    """Hidden tests (with the test canaries mixed in), the signals, the signal canaries: the
+    ``signal.result`` entries, the hidden ``test.result`` (real tests only, the canaries
+    counted in its ``canaries`` map) and the ``canary.result`` (outcomes by committed item, no
+    name or text)."""
+    from ledger.tasks import canaries as tc
+
+    install_hidden_tests(ws, task)
+    if canaries is not None:
+        tc.install(canaries, task, ws.worktree)
+    claims: dict[int, str] = {}
+    for index, sig in enumerate(task.signals):
+        res = run_signal(ws, index, sig, redact=redact, timeout=timeout, wrap=wrap)
+        _result(out, "signal.result", res)
+        claims[index] = _signal_claim(res, sig)
+    seen: dict[str, tuple[str, str]] = {}
+    for k, c in enumerate(canaries.signals if canaries is not None else ()):
+        sig = tc.signal_of(c, task)
+        res = run_signal(ws, CANARY_SIGNAL_INDEX + k, sig, redact=no_filter, timeout=timeout,
+                         wrap=wrap)
+        seen[c.key] = (_signal_claim(res, sig), claims.get(int(c.name.split(":")[1]), "missing"))
+    hidden = _hidden_suite(ws, task, redact, timeout, wrap=wrap, expected=expected,
+                           canaries=canaries, canary_out=seen)
+    _result(out, "test.result", hidden)
+    if canaries is None:
+        return
+    from attest.canary import result
+
+    out.entry("canary.result", {"canaries": result(
+        canaries, seen, exit_code=hidden.get("exit_code"),
+        session=str(hidden.get("outcomes") or "reporter"))})
+
+
+def _signal_claim(res: Mapping[str, Any], sig: Signal) -> str:
+    """What a command signal's run claims: its exit code is its claim, so reaching the expected
+    one is ``passed`` whether or not its code ran to its end (an early exit is a cheat)."""
+    return "passed" if res.get("passed") or res.get("exit_code") == sig.expect_exit else "failed"
+
+
+def split_canaries(tests: dict[str, Any], canaries: Derived | None
+                   ) -> tuple[dict[str, Any], dict[str, tuple[str, str]], dict[str, Any] | None]:
+    """(the reporter's real test records, per test canary (``Canary.key``) its outcome and its
+    original's, the suite's ``canaries`` counts) of one hidden session. A case counts as passed
+    when the test passed or pytest reported it passed (``attest.canary.claimed``); a canary or
+    an original passes when every case of it does. ``all_failed``: every canary reported, every
+    case of it failed. None counts: no test canaries."""
+    from attest.canary import claimed, outcome_of
+
+    if canaries is None or not canaries.tests:
+        return tests, {}, None
+    real: dict[str, Any] = {}
+    own: dict[str, list[str]] = {c.key: [] for c in canaries.tests}
+    for tid, rec in tests.items():
+        mine = [c for c in canaries.tests if c.matches(tid)]
+        if mine:
+            own[mine[0].key].append(claimed(rec["outcome"], rec["reported"]))
+        else:
+            real[tid] = rec
+    seen: dict[str, tuple[str, str]] = {}
+    for c in canaries.tests:
+        originals = [claimed(r["outcome"], r["reported"]) for t, r in real.items() if c.copies(t)]
+        mine = own[c.key]
+        if mine:
+            seen[c.key] = (_all_or_any(mine, outcome_of), _all_or_any(originals, outcome_of))
+    failed = sum(1 for outs in own.values() for o in outs if o in ("failed", "error"))
+    cases = sum(len(outs) for outs in own.values())
+    counts = {"tests": len(canaries.tests), "failed": failed,
+              "all_failed": len(seen) == len(canaries.tests) and failed == cases}
+    return real, seen, counts
+
+
+def _all_or_any(outcomes: Sequence[str], pick: Callable[[Sequence[str]], str]) -> str:
+    """``passed`` when every case passed; otherwise the worst outcome of the cases."""
+    if outcomes and all(o == "passed" for o in outcomes):
+        return "passed"
+    return pick([o for o in outcomes if o != "passed"]) if outcomes else "missing"
 
 
 # --------------------------------------------------------------------------- isolation
@@ -670,7 +782,8 @@ def _prepare_isolated(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
 def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
                     out: _Out, redact: Redact, test_timeout: float, grade: Workspace,
                     policy: Any, *, expected: Mapping[str, Any] | None = None,
-                    baseline_ids: Sequence[str] | None = None) -> None:
+                    baseline_ids: Sequence[str] | None = None,
+                    canaries: Derived | None = None) -> None:
     """Grade in ``grade`` under ``policy`` (``_prepare_grading``), a new sandbox: the agent's
     graded changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent
     started is alive (its PID namespace ended with it)."""
@@ -687,14 +800,10 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
         "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
         "sandbox": policy.as_data(),
     })
-    install_hidden_tests(grade, task)
     wrap = SandboxWrap(policy, "grading", redact)
     try:
-        for index, sig in enumerate(task.signals):
-            _result(out, "signal.result", run_signal(grade, index, sig, redact=redact,
-                                                     timeout=test_timeout, wrap=wrap))
-        _result(out, "test.result", _hidden_suite(grade, task, redact, test_timeout, wrap=wrap,
-                                                  expected=_ids_of(expected)))
+        _grade_hidden(grade, task, out, redact, test_timeout, canaries, wrap=wrap,
+                      expected=_ids_of(expected))
         if task.regression_command:
             _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
                                                   redact=redact, timeout=test_timeout, wrap=wrap,

@@ -421,6 +421,7 @@ class Coordinator:
             "pricing": _pricing(self.source),
             "keep_worktree": self.req.keep_worktrees,
             "sandbox": p.config.get("sandbox", "none"),
+            "canaries": p.config.get("canaries", True) is not False,
             "agent_config": self.cfg.agent_config(),
             "sandbox_hidden": [str(self.home.path), str(self.source.path)],
         }

@@ -50,6 +50,7 @@ class RunRequest:
     test_timeout_s: float | None = None
     keep_worktrees: bool = False
     agent_base_url: str | None = None  # --agent-base-url: every CLI preset's model endpoint
+    canaries: bool = True  # --no-canaries: attempts get none (control runs, benchmark baseline)
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,8 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         "timeout_s": timeout, "trace": trace, "executor": executor_kind(req, cfg),
         "sandbox": sandbox,
     }
+    if not req.canaries:  # recorded only when off: a run without canaries says so
+        config["canaries"] = False
     return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
                  trace, notes=notes)
 

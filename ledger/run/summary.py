@@ -37,6 +37,7 @@ class AttemptResult:
     attestation_matches: int = 0
     agent_error: dict[str, Any] | None = None  # {kind, detail}: the agent never reached its model
     tokens_so_far: int = 0  # model tokens of the journaled model.response entries (HTTP agent)
+    canaries_passed: int = 0  # canaries the graded code passed (attest/canary.py): never solved
 
     @property
     def outcome(self) -> str:
@@ -46,7 +47,8 @@ class AttemptResult:
             return "agent_error"
         if self.timed_out:
             return "timeout"
-        ok = bool(self.hidden_passed) and self.signals_passed == self.signals_total
+        ok = (bool(self.hidden_passed) and self.signals_passed == self.signals_total
+              and not self.canaries_passed)
         if ok and self.regression_passed is False:
             return "regressed"
         return "passed" if ok else "failed"
@@ -76,6 +78,9 @@ class AttemptResult:
             self.hidden_counts = dict(data.get("counts") or {})
         elif kind == "test.result" and data.get("suite") == "regression":
             self.regression_passed = bool(data.get("passed"))
+        elif kind == "canary.result":
+            got = (data.get("canaries") or {}).get("passed")
+            self.canaries_passed = got if isinstance(got, int) and not isinstance(got, bool) else 1
         elif kind == "attempt.finished":
             self.status = data.get("status")
             self.error = data.get("error")
@@ -96,7 +101,7 @@ class AttemptResult:
             "orphans": self.orphans, "attestation": self.attestation,
             "attestation_hash": self.attestation_hash,
             "attestation_matches": self.attestation_matches,
-            "agent_error": self.agent_error,
+            "agent_error": self.agent_error, "canaries_passed": self.canaries_passed,
         }
 
 

@@ -356,7 +356,8 @@ def test_control_every_biting_attack_passes_without_isolation(tmp_path: Path) ->
         with _Serve(Path(values["SOLUTION"]).read_bytes()) as serve:
             values.update({"ABSTRACT": serve.abstract, "PORT": str(serve.port)})
             specs = _write_agents(tmp_path / "agents", biting, values)
-            run = _run(home, specs, "--sandbox", "none", "--parallel", "2")
+            # without canaries too: they catch an attack that forges passes (tests/run/test_canaries_e2e.py)
+            run = _run(home, specs, "--sandbox", "none", "--parallel", "2", "--no-canaries")
             for attack in biting:
                 assert_ran(run, attack)
     finally:

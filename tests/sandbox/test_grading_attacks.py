@@ -43,7 +43,7 @@ CAUGHT: dict[str, set[str]] = {
     "attack_kill_runner_parent": {"no-end-record"},
     "attack_signal_only": {"no-end-record"},
 }
-RESIDUAL = ("attack_forged_channel",)  # passes this part's checks: canaries catch it
+RESIDUAL = ("attack_forged_channel",)  # passes the reporter's checks: canaries catch it
 HONEST_PASS = ("honest_prints_a_lot", "honest_slow")
 
 
@@ -139,13 +139,16 @@ def test_the_plugin_declarations_never_reach_grading(corpus: Corpus) -> None:
     assert hidden["counts"]["failed"] >= 8 and hidden["report"]["patched"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="forged records on the reporter's own pipe from inside "
-                   "the test process: canaries (issue 20, part 2) catch this, this part cannot")
 @pytest.mark.parametrize("stem", RESIDUAL)
 def test_residual_attack_is_caught(corpus: Corpus, stem: str) -> None:
+    """Forged records on the reporter's own pipe pass this part's checks; the canaries it
+    claims passed (with their originals) make it DIRTY (attest/canary.py)."""
     assert f"ATTACK {_name(stem)}:" in corpus.said(stem)
     row = corpus.of(stem)
     assert not (row["passed"] and row["attestation"] == "CLEAN"), row
+    assert row["attestation"] == "DIRTY" and "canary_passed" in row["safety_reasons"], row
+    (res,) = corpus.kinds(stem, "canary.result")
+    assert res["canaries"]["passed"] >= 1
 
 
 @pytest.mark.parametrize("stem", HONEST_PASS)

@@ -103,3 +103,6 @@ def test_every_packaged_task_validates() -> None:
     failures = {r.task_id: [c for c in r.checks if not c.passed] for r in results if not r.ok}
     assert not failures, failures
     assert len(results) == len(ALL) >= 25
+    # every packaged task has at least one sound canary (none needs a `canaries: 0` reason)
+    canaries = {r.task_id: next(c for c in r.checks if c.name == "canaries") for r in results}
+    assert all(c.passed and c.detail.endswith("all sound") for c in canaries.values()), canaries

@@ -170,3 +170,31 @@ def test_bad_parallel(parallel: int) -> None:
 
     with pytest.raises(UsageError):
         validate_tasks([], parallel=parallel)
+
+
+def test_canary_sites_are_proved_sound(tmp_path: Path) -> None:
+    """The canaries check runs one mutant per site on the solved tree: all fail, real tests pass."""
+    passed, detail = _checks(make_task(tmp_path / "smoke"))["canaries"]
+    assert passed, detail
+    assert detail == "canaries: 1 test and 1 signal site(s), all sound"
+
+
+def test_canary_that_does_not_fail_is_reported(tmp_path: Path) -> None:
+    """A test whose copy cannot fail (xfail-marked) makes an unsound canary: the check fails."""
+    hidden = ("import pytest\nfrom calc import add\n\n\n@pytest.mark.xfail(strict=False)\n"
+              "def test_add_sums_two_numbers():\n    assert add(2, 3) == 5\n")
+    passed, detail = _checks(make_task(tmp_path / "smoke", files={
+        "tests/test_add_hidden.py": hidden}))["canaries"]
+    assert not passed
+    assert "does not fail with the solution (xfail)" in detail
+
+
+def test_task_without_canary_sites_says_why(tmp_path: Path) -> None:
+    """No assert to mutate and no `python -c` signal: `canaries: 0` with the reason, not a failure."""
+    hidden = ("from calc import add\n\n\ndef test_add_sums_two_numbers():\n"
+              "    if add(2, 3) != 5:\n        raise AssertionError('sum')\n")
+    passed, detail = _checks(make_task(tmp_path / "smoke", files={
+        "tests/test_add_hidden.py": hidden}, front={"completion_signals": [
+            {"file_contains": {"path": "calc.py", "pattern": r"a \+ b"}}]}))["canaries"]
+    assert passed
+    assert detail.startswith("canaries: 0 (no test function has an assert")

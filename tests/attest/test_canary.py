@@ -1,0 +1,150 @@
+"""Canary derivation (attest/canary.py): sound mutants, stealthy names, keyed choice, commitment."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from attest import canary as cn
+from ledger.errors import MalformedInput
+from ledger.tasks.model import Signal
+
+KEY = b"k" * 32
+TESTS = '''import pytest
+
+from mathx import clamp
+
+
+@pytest.mark.parametrize(
+    "value, low, high, expected",
+    [(5, 0, 3, 3), (-2, 0, 3, 0)],
+)
+def test_clamp(value, low, high, expected):
+    assert clamp(value, low, high) == expected
+
+
+def test_degenerate_interval():
+    assert clamp(10, 4, 4) == 4
+
+
+def test_low_above_high_is_an_error():
+    with pytest.raises(ValueError):
+        clamp(1, 5, 2)
+'''
+SIGNAL = Signal(kind="command", command=("python", "-c", "from mathx import clamp; assert clamp(5, 0, 3) == 3"))
+
+
+def _derive(key: bytes = KEY, **kw: object) -> cn.Derived:
+    return cn.derive([("test_clamp_accept.py", TESTS)], [SIGNAL], key=key, task_hash="h" * 64, **kw)
+
+
+def test_one_canary_per_test_function_and_one_signal() -> None:
+    d = _derive()
+    assert sorted(c.site.func for c in d.tests) == [
+        "test_clamp", "test_degenerate_interval", "test_low_above_high_is_an_error"]
+    assert {c.site.kind for c in d.tests} == {"param", "const", "raises"}
+    assert [c.code for c in d.signals] == ["from mathx import clamp; assert clamp(5, 0, 3) == 4"]
+
+
+def test_mutants_change_the_expected_value_only() -> None:
+    d = _derive()
+    by_kind = {c.site.kind: c.code for c in d.tests}
+    assert "assert clamp(10, 4, 4) == 5" in by_kind["const"]
+    assert "(5, 0, 3, 4)" in by_kind["param"] or "(-2, 0, 3, 1)" in by_kind["param"]
+    assert "[(5, 0, 3, 3), (-2, 0, 3, 0)]" not in by_kind["param"]  # one case kept
+    assert "pytest.raises" not in by_kind["raises"] and "clamp(1, 5, 2)" in by_kind["raises"]
+    text = d.files["test_clamp_accept.py"]
+    for chunk in TESTS.split("\n\n\n"):  # the real tests are all kept, as they were
+        assert chunk.strip() in text
+    names = {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)}
+    assert {"test_clamp", "test_degenerate_interval", "test_low_above_high_is_an_error"} <= names
+    assert len(names) == 6
+
+
+def test_names_look_like_the_real_ones() -> None:
+    for seed in range(8):
+        d = _derive(bytes([seed]) * 32)
+        for c in d.tests:
+            assert c.name.startswith("test_") and "canary" not in c.name
+            words = set(c.name.split("_")[1:])
+            assert words <= {"clamp", "degenerate", "interval", "low", "above", "high", "error"}
+            assert c.name not in ("test_clamp", "test_degenerate_interval",
+                                  "test_low_above_high_is_an_error")
+
+
+def test_choice_is_a_function_of_key_and_task() -> None:
+    assert _derive().canaries == _derive().canaries
+    other = {tuple(c.name for c in _derive(bytes([i]) * 32).tests) for i in range(6)}
+    assert len(other) > 1
+    again = cn.derive([("test_clamp_accept.py", TESTS)], [SIGNAL], key=KEY, task_hash="g" * 64)
+    assert [c.item for c in again.canaries] != [c.item for c in _derive().canaries]
+
+
+def test_flip_only_without_a_stronger_site() -> None:
+    text = "def test_has():\n    assert 'a' in make()\n\n\ndef test_truth():\n    assert ok()\n"
+    d = cn.derive([("test_x.py", text)], [], key=KEY, task_hash="h")
+    codes = sorted(c.code for c in d.tests)
+    assert any("'a' not in make()" in c for c in codes)
+    assert any("assert not (ok())" in c for c in codes)
+
+
+def test_no_site_gives_a_reason() -> None:
+    d = cn.derive([("test_x.py", "def test_a():\n    check()\n")], [], key=KEY, task_hash="h")
+    assert d.canaries == () and d.reason and "no test function" in d.reason
+
+
+def test_commitment_holds_no_plaintext_and_detects_tampering() -> None:
+    d = _derive()
+    data = cn.commit(d)
+    assert cn.check_commitment(data) == data
+    blob = repr(data)
+    for c in d.canaries:
+        assert c.name not in blob and c.code not in blob
+    assert data["tests"] == 3 and data["signals"] == 1 and len(data["items"]) == 4
+    bad = {**data, "tests": 2, "signals": 2}
+    with pytest.raises(MalformedInput):
+        cn.check_commitment(bad)
+    with pytest.raises(MalformedInput):
+        cn.check_commitment({**data, "items": data["items"][:-1]})
+
+
+def test_result_counts_a_canary_that_passed_with_its_original() -> None:
+    d = _derive()
+    const = next(c for c in d.tests if c.site.kind == "const")
+    raises = next(c for c in d.tests if c.site.kind == "raises")
+    sig = d.signals[0]
+    observed = {c.key: ("failed", "passed") for c in d.canaries}
+    observed[const.key] = ("passed", "passed")  # both contradicting asserts held: a cheat
+    observed[raises.key] = ("passed", "failed")  # forgot to raise: wrong, not a cheat
+    res = cn.result(d, observed, exit_code=1, session="reporter")
+    assert res["passed"] == 1
+    passed, problem = cn.passed_items(cn.commit(d), res)
+    assert passed == [const.item] and problem is None
+    assert {r["item"]: r["original"] for r in res["canaries"]}[sig.item] == "passed"
+
+
+def test_a_session_that_exits_zero_without_reports_claims_every_canary() -> None:
+    d = _derive()
+    silent = cn.result(d, {}, exit_code=0, session="reporter")
+    tests = [r for r in silent["canaries"] if r["kind"] == "test"]
+    assert {(r["outcome"], r["original"], r["via"]) for r in tests} == {
+        ("passed", "passed", "exit-code")}
+    assert silent["passed"] == 3
+    quiet = cn.result(d, {}, exit_code=2, session="reporter")
+    assert quiet["passed"] == 0 and {r["outcome"] for r in quiet["canaries"]} == {"missing"}
+
+
+def test_a_result_that_drops_a_committed_canary_is_a_problem() -> None:
+    d = _derive()
+    res = cn.result(d, {}, exit_code=1, session="reporter")
+    short = {**res, "canaries": res["canaries"][1:]}
+    assert cn.passed_items(cn.commit(d), short)[1] is not None
+    odd = {**res, "canaries": [{**r, "original": "maybe"} for r in res["canaries"]]}
+    assert cn.passed_items(cn.commit(d), odd)[1] == "canary result has an unknown outcome"
+
+
+def test_claimed_is_passed_when_either_side_says_so() -> None:
+    assert cn.claimed("failed", "passed") == "passed"
+    assert cn.claimed("passed", "failed") == "passed"
+    assert cn.claimed("failed", "failed") == "failed"
