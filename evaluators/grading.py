@@ -121,8 +121,8 @@ def suite_verdict(*, exit_code: int | None, timed_out: bool, report: Mapping[str
                                             f"{_ids(unknown)}"))
         if not want:
             anomalies.append(("zero-collected", "no test was expected"))
-    want = 1 if canary_failed else 0  # the canaries' failures are the session's only ones
-    passed = (not anomalies and exit_code == want and status == want and not bad
+    status_wanted = 1 if canary_failed else 0  # the canaries' failures: the session's only ones
+    passed = (not anomalies and exit_code == status_wanted and status == status_wanted and not bad
               and not collect_errors and bool(tests) and not missing and canaries_ok)
     if passed and expected is not None and required == "passed":
         passed = all(tests[t][0] == "passed" for t in expected)
