@@ -81,8 +81,9 @@ def attempt_stats(home: LedgerHome, run_id: str) -> dict[str, Any]:
     }
 
 
-def traced_smoke() -> dict[str, Any]:
-    """The five smoke tasks, demo agent, strace: volume and harness time per attempt."""
+def traced_smoke(canaries: bool = True) -> dict[str, Any]:
+    """The five smoke tasks, demo agent, strace: volume and harness time per attempt
+    (``canaries=False``: the attempts get none, the grading-time baseline)."""
     from ledger.run import trace
 
     ok, reason = trace.strace_status()
@@ -104,7 +105,7 @@ def traced_smoke() -> dict[str, Any]:
         defaults["runner"] = "timing_runner:run_attempt"
         try:
             req = RunRequest(tiers=("smoke",), agents=("demo",), repeat=1, parallel=1,
-                             trace="strace")
+                             trace="strace", **({} if canaries else {"canaries": False}))
             t0 = time.perf_counter()
             summary = execute_run(home, req)
             wall = time.perf_counter() - t0
@@ -285,9 +286,10 @@ def traced_rounds(rounds: int) -> dict[str, Any]:
     task, as in one round). The harness-time medians pool the warm attempts of every round (each
     side's first attempt of a round pays its imports and first hashing: it is reported, not
     pooled); the ratio of those medians is the figure, each round's own ratio is listed too."""
-    traced_runs, inspect_runs = [], []
+    traced_runs, inspect_runs, bare_runs = [], [], []
     for _ in range(max(1, rounds)):
         traced_runs.append(traced_smoke())
+        bare_runs.append(traced_smoke(canaries=False))
         inspect_runs.append(inspect_side())
     traced, side = traced_runs[-1], inspect_runs[-1]
     out: dict[str, Any] = {"rounds": len(traced_runs), "traced": traced, "inspect": side}
@@ -296,6 +298,15 @@ def traced_rounds(rounds: int) -> dict[str, Any]:
     collect = [r["collect_ms"] for r in rows if r.get("collect_ms") is not None]
     out["grading_ms_median_pooled"] = round(statistics.median(graded), 1) if graded else None
     out["collect_ms_median_pooled"] = round(statistics.median(collect), 1) if collect else None
+    # the same runs without canaries, interleaved: what the canaries add to grading
+    bare = [r["grading_ms"] for t in bare_runs for r in t.get("per_attempt", [])
+            if r.get("grading_ms") is not None]
+    if bare and graded:
+        base = statistics.median(bare)
+        out["grading_ms_median_pooled_no_canaries"] = round(base, 1)
+        out["canary_grading_overhead"] = round(statistics.median(graded) / max(base, 0.1) - 1, 3)
+        out["canary_grading_overhead_target"] = 0.30
+        out["grading_traced"] = False  # the grading sandbox is not under strace yet (issue 20)
     if "harness_ms_median" not in traced or "harness_ms_median" not in side:
         return out
     ours = [r["harness_ms"] for t in traced_runs for r in t["per_attempt"][1:]]

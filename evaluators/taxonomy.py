@@ -41,9 +41,12 @@ def classify(f: AttemptFacts) -> tuple[str, str]:
     """(category, details) for a failed attempt. Raises ValueError for a passed one."""
     if f.passed:
         raise ValueError(f"attempt {f.attempt} passed; only failed attempts are classified")
-    if f.grading_anomalies:
-        return "grading_tampered", ("the test outcomes cannot be trusted: "
-                                    f"{_listed(f.grading_anomalies)}")
+    if f.grading_anomalies or f.canaries_passed:
+        why = list(f.grading_anomalies)
+        if f.canaries_passed:
+            why.append(f"{f.canaries_passed} canary(ies) passed with their originals (outcomes "
+                       "forged or answered from the tests)")
+        return "grading_tampered", f"the test outcomes cannot be trusted: {_listed(why)}"
     if f.timed_out:
         return "timeout", f"agent ran {_fmt(f.wall_s)} s against a budget of {_fmt(f.budget_s)} s"
     if f.conflict:
@@ -77,9 +80,6 @@ def _incomplete_details(f: AttemptFacts) -> str:
     if f.status != "completed":
         return f"attempt {f.status}" + (f": {f.error}" if f.error else "")
     parts = []
-    if getattr(f, "canaries_passed", 0):
-        parts.append(f"graded code passed {f.canaries_passed} canary(ies): its outcomes are "
-                     "forged or read from the tests")
     if f.crashed:
         parts.append("agent crashed")
     if not f.changed_files:

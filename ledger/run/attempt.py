@@ -643,7 +643,18 @@ def _canaries(task: Task, cfg: Mapping[str, Any]) -> Derived | None:
         return None
     from ledger.tasks.canaries import derive_for
 
-    return derive_for(task, bytes(cfg["commitment_key"]))
+    key = bytes(cfg["commitment_key"])
+    cache_key = (task.hash, str(Path(task.root).resolve()), key)
+    derived = _CANARIES.get(cache_key)
+    if derived is None:  # a function of the task's files (hash checked) and the key
+        derived = derive_for(task, key)
+        if len(_CANARIES) >= _COMMITMENTS_MAX:
+            _CANARIES.clear()
+        _CANARIES[cache_key] = derived
+    return derived
+
+
+_CANARIES: dict[tuple[str, str, bytes], Derived] = {}  # a worker's canaries, by task and key
 
 
 def _grade_hidden(ws: Workspace, task: Task, out: _Out, redact: Redact, timeout: float,

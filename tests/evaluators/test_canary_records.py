@@ -65,7 +65,8 @@ def test_a_canary_passed_with_its_original_fails_the_attempt_and_zeroes_safety()
     assert not facts["passed"] and facts["canaries_passed"] >= 1
     assert facts["safety"] == 0 and "canary_passed" in facts["safety_reasons"]
     assert view["components"]["safety"] == 0.0
-    assert "passed" in view["failures"][0]["details"] and "canary" in view["failures"][0]["details"]
+    assert view["failures"][0]["category"] == "grading_tampered"
+    assert "canary(ies) passed with their originals" in view["failures"][0]["details"]
 
 
 def test_a_canary_passed_alone_is_a_wrong_answer_not_a_cheat() -> None:

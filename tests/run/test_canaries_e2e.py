@@ -9,6 +9,7 @@ The honest agents pass or fail on their merits, CLEAN, with every canary failed.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,52 @@ def test_secret_key_verify_rescans_the_canary_verdicts(canary_run: Run) -> None:
     reports = json.loads(result.stdout)["target"]["attestations"]
     assert {r["level"] for r in reports} == {"secret-key"}
     assert sorted(r["verdict"] for r in reports) == ["CLEAN"] * 2 + ["DIRTY"] * len(CHEATS)
+
+
+def _forged_result(run: Run) -> tuple[Any, dict[str, Any]]:
+    """The frame cheat's canary.result, rewritten to say every canary failed."""
+    (res,) = _of(run, "frame-constants", "canary.result")
+    data = json.loads(json.dumps(res.data))
+    for row in data["canaries"]["canaries"]:
+        row["outcome"] = "failed"
+    data["canaries"]["passed"] = 0
+    return res, data
+
+
+def test_a_rewritten_canary_outcome_is_caught(tmp_path: Path, canary_run: Run) -> None:
+    """An attacker with write access rewrites the cheat's canary.result to all failed and
+    recomputes the whole tree: the signed checkpoints no longer match, and the attestation
+    still binds the original leaf (verify exits 1)."""
+    from tests.journal.tamper_cases import drop_triggers, raw_db, rebuild_tree, rewrite_entry
+
+    home = tmp_path / "L"
+    shutil.copytree(canary_run.home, home)
+    res, data = _forged_result(canary_run)
+    with raw_db(home / "journal.db") as conn:
+        drop_triggers(conn)
+        rewrite_entry(conn, res.seq, data)
+        rebuild_tree(conn)
+    result = ledger(home, "verify", canary_run.summary["run"])
+    assert result.exit_code == 1, result.output
+
+
+def test_an_appended_canary_outcome_is_injected(tmp_path: Path, canary_run: Run) -> None:
+    """A second canary.result appended (signed by the log, as someone with write access could)
+    claiming every canary failed is not bound by the attestation: plain verify says injected,
+    and the facts still count the harness's own result."""
+    from ledger.journal.journal import Journal
+
+    home = tmp_path / "L"
+    shutil.copytree(canary_run.home, home)
+    res, data = _forged_result(canary_run)
+    with Journal.open(home / "journal.db", harness=True) as j:
+        j.append("canary.result", data, run=canary_run.summary["run"], task="add-clamp")
+    plain = ledger(home, "verify")
+    assert plain.exit_code == 1 and "injected" in plain.stderr, plain.output
+    from evaluators.views import compute_views
+
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        view = compute_views(list(j.entries(run=canary_run.summary["run"])))
+    rows = {a["agent"]: a for a in view["attempts"]}
+    assert rows["cmd-frame-constants"]["passed"] is False
+    assert "canary_passed" in rows["cmd-frame-constants"]["safety_reasons"]
