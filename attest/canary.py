@@ -37,6 +37,7 @@ canary by its item, never by its name or text, so neither enters the journal.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import hmac
 import re
@@ -456,11 +457,9 @@ def derive(files: Sequence[tuple[str, str]], signals: Sequence[Any], *, key: byt
     for rel, text in files:
         found = _file_sites(rel, text)
         all_sites.extend(found)
-        try:
+        with contextlib.suppress(SyntaxError, ValueError):  # unparsable: no sites, no names
             real |= {n.name for n in ast.walk(ast.parse(text))
                      if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-        except (SyntaxError, ValueError):
-            pass
     tests = [n for n in real if n.startswith("test")]
     words = sorted({w for n in tests for w in _WORD.findall(n.lower())
                     if w != "test" and len(w) >= 3 and not w.isdigit()})
