@@ -325,20 +325,41 @@ def _verify_dsse(dsse_file: str, vkey: str | None, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_arg", required=False, metavar="[RUN]")
+@click.argument("run_args", nargs=-1, metavar="[RUN]...")
 @click.option("--run", "run_opt", help="Run id or prefix (default: the whole log).")
 @click.option("-o", "--output", "--out", "out", required=True, help="File to write.")
-@click.option("--format", "fmt", type=click.Choice(["bundle", "inspect"]), default="bundle",
-              show_default=True,
-              help="bundle: the evidence bundle; inspect: an Inspect AI log (.eval) of the run.")
+@click.option("--format", "fmt", type=click.Choice(["bundle", "inspect", "sqlite"]),
+              default="bundle", show_default=True,
+              help="bundle: the evidence bundle; inspect: an Inspect AI log (.eval) of the run; "
+                   "sqlite: an analysis database of the runs (docs/export-sqlite.md).")
 @json_option
 @pass_ctx
-def export(ctx: Ctx, run_arg: str | None, run_opt: str | None, out: str, fmt: str,
+def export(ctx: Ctx, run_args: tuple[str, ...], run_opt: str | None, out: str, fmt: str,
            as_json: bool) -> None:
     """Write a self-contained evidence bundle that verifies elsewhere with the public key alone.
 
-    With --format inspect, write the run as an Inspect AI log instead (one sample per attempt).
+    With --format inspect, write the run as an Inspect AI log instead (one sample per attempt);
+    with --format sqlite, the runs (RUN..., default every run) as a SQLite database of tables.
     """
+    if fmt == "sqlite":
+        from cli.reading import Reader as _Reader
+        from ledger.view.sqlite_export import export_sqlite
+
+        sreader = _Reader(ctx.home, unverified=False)
+        with open_journal(ctx) as j:
+            prefixes = [*run_args, *([run_opt] if run_opt else [])]
+            runs = ([j.resolve_run(p) for p in prefixes] if prefixes
+                    else [r.run_id for r in j.runs()])
+            info_s = export_sqlite(runs, lambda rid: sreader.entries(j, rid), Path(out))
+        if as_json:
+            emit_json(info_s)
+        else:
+            click.echo(f"wrote {out}: {len(runs)} run(s), "
+                       + ", ".join(f"{n} {k}" for k, n in info_s["rows"].items()))
+        return
+    if len(run_args) > 1:
+        raise UsageError("--format bundle and inspect take one RUN")
+    run_arg = run_args[0] if run_args else None
     from cli.output import output_file, write_file
     from cli.reading import Reader
     from ledger.journal.bundle import export_bundle

@@ -1,0 +1,90 @@
+"""`ledger export --format sqlite`: the database opens with sqlite-utils, has every table with
+its foreign keys, rows that name their entry (seq, leaf hash), full-text search over
+transcripts, and a query joining attempts and tests returns the report's numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from ledger.journal.journal import Journal
+from tests.cli.test_report_cmds import invoke, write
+from tests.cli.test_stats_cmds import RUN_1, RUN_2, TASKS, agents_run
+
+TABLES = ("runs", "agents", "tasks", "attempts", "tests", "signals", "costs", "verdicts",
+          "statistics", "events")
+
+
+@pytest.fixture()
+def exported(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "L"
+    home.mkdir()
+    b = agents_run(RUN_1, {"alpha": set(TASKS[:9]), "beta": set(TASKS[:4])}, repeat=2)
+    b.add("agent.output", {"attempt": f"{RUN_1}/t00/alpha/1/1",
+                           "text": "ModuleNotFoundError: no module named zebra"}, task="t00")
+    write(home, b)
+    write(home, agents_run(RUN_2, {"alpha": set(TASKS[:2])}))
+    out = tmp_path / "results.db"
+    code, stdout, err = invoke(home, "export", RUN_1, RUN_2, "--format", "sqlite", "-o", str(out),
+                               "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["rows"]["attempts"] == 14 * 2 * 2 + 14
+    return home, out
+
+
+def test_tables_foreign_keys_and_indexes(exported: tuple[Path, Path]) -> None:
+    """Every table exists; attempts reference runs, tasks and agents; tests reference attempts."""
+    _, out = exported
+    db = sqlite_utils.Database(out)
+    assert set(TABLES) <= set(db.table_names())
+    fks = {(fk.column, fk.other_table) for fk in db["attempts"].foreign_keys}
+    assert fks == {("run_id", "runs"), ("task_id", "tasks"), ("agent_id", "agents")}
+    assert {(fk.column, fk.other_table) for fk in db["tests"].foreign_keys} == {
+        ("attempt", "attempts")}
+    assert any(ix.columns == ["attempt"] for ix in db["tests"].indexes)
+    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+def test_a_join_of_attempts_and_tests_returns_the_reports_numbers(
+        exported: tuple[Path, Path]) -> None:
+    """Per agent of RUN_1: attempts whose hidden tests all passed = the report's passed; the
+    statistics table holds the report's Wilson bounds."""
+    home, out = exported
+    code, stdout, _ = invoke(home, "report", RUN_1, "--json")
+    report = json.loads(stdout)
+    db = sqlite_utils.Database(out)
+    rows = db.execute("""
+        select a.agent, count(*) from attempts a
+         where a.run_id = ? and not exists (
+               select 1 from tests t where t.attempt = a.attempt and t.suite = 'hidden'
+                  and t.outcome != 'passed')
+           and exists (select 1 from tests t where t.attempt = a.attempt and t.suite = 'hidden')
+         group by a.agent order by a.agent""", [RUN_1]).fetchall()
+    assert dict(rows) == {a: r["passed"] for a, r in report["per_agent"].items()}
+    stat = db.execute("select pass_low, pass_high from statistics where run_id = ? and "
+                      "scope = 'agent' and name = 'beta'", [RUN_1]).fetchone()
+    pr = report["statistics"]["per_agent"]["beta"]["pass_rate"]
+    assert stat == (pr["low"], pr["high"])
+
+
+def test_rows_name_the_entry_they_came_from(exported: tuple[Path, Path]) -> None:
+    """An attempt row's seq and leaf hash are its attempt.finished entry's, in the journal."""
+    home, out = exported
+    db = sqlite_utils.Database(out)
+    attempt, seq, leaf = db.execute("select attempt, seq, leaf_hash from attempts "
+                                    "order by attempt limit 1").fetchone()
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        e = next(x for x in j.entries(run=attempt.split("/")[0]) if x.seq == seq)
+    assert e.kind == "attempt.finished" and e.data["attempt"] == attempt
+    assert e.leaf_hash.hex() == leaf
+
+
+def test_full_text_search_over_transcripts(exported: tuple[Path, Path]) -> None:
+    """The agent's output is found by a word of it."""
+    _, out = exported
+    db = sqlite_utils.Database(out)
+    hits = list(db["events"].search("zebra"))
+    assert [h["kind"] for h in hits] == ["agent.output"]
