@@ -100,7 +100,8 @@ def _render(report: Any) -> None:
     for run in r.new_runs:
         click.echo(f"new run {run['run']} (seq {run['seq']})")
     for v in r.new_views:
-        click.echo(f"new view of run {v['run']} by {v['evaluator']} {v['version']} (seq {v['seq']})")
+        score = "" if v.get("score") is None else f": score {v['score']}"
+        click.echo(f"new view of run {v['run']} by {v['evaluator']} {v['version']} (seq {v['seq']}){score}")
     for rep in r.replayed:
         click.echo(f"replayed run {rep['run']} ({rep['evaluator']}): "
                    f"{'reproduced' if rep['reproduced'] else 'DOES NOT REPRODUCE'}")

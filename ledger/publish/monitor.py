@@ -318,8 +318,11 @@ def _runs_and_views(entries: Sequence[Entry | None], marks: Sequence[layout.Slot
         elif e.kind == "view.recorded":
             views.setdefault(e.run, []).append(e)
             if e.seq >= since:
+                view = e.data.get("view")
+                view = view if isinstance(view, dict) else {}
                 report.new_views.append({"run": e.run, "seq": e.seq, "evaluator": e.data.get("evaluator"),
-                                         "version": e.data.get("version")})
+                                         "version": e.data.get("version"), "score": view.get("score"),
+                                         "status": view.get("status")})
     withheld: dict[str | None, dict[str, int]] = {}
     for m in marks:
         if m is not None and m.form == "withheld":

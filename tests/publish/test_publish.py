@@ -84,6 +84,8 @@ def test_publish_then_monitor_round_trip(journal: Journal, keys: KeyRing, tmp_pa
     assert (first.size, first.root, first.previous_size) == (size, root.hex(), None)
     assert [r["run"] for r in first.new_runs] == [RUN_A, RUN_B]
     assert [v["run"] for v in first.new_views] == [RUN_A, RUN_B]
+    recorded = [e.data["view"]["score"] for e in journal.entries(kind="view.recorded")]
+    assert [v["score"] for v in first.new_views] == recorded and all(isinstance(x, float) for x in recorded)
     assert [(r["run"], r["reproduced"]) for r in first.replayed] == [(RUN_A, True), (RUN_B, True)]
     again = _check(out, keys, state)
     assert again.ok and again.previous_size == size and again.new_runs == [] and again.new_views == []
