@@ -80,7 +80,8 @@ def _static_handler(root: Path) -> type[BaseHTTPRequestHandler]:
                 return
             path = root / rel
             try:
-                if path.is_symlink() or not path.is_file():
+                # nothing outside the directory, not even through a symlinked folder inside it
+                if path.is_symlink() or not path.resolve().is_relative_to(root) or not path.is_file():
                     raise FileNotFoundError
                 data = path.read_bytes()
             except OSError:

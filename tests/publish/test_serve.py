@@ -48,6 +48,9 @@ def test_serve_follows_the_caching_rules_and_the_monitor_reads_it(ledger: Path, 
         for bad in ("/../secret.txt", "/tile/0/../../../secret.txt", "/tile/0/0", "/tile/0/000.p/0",
                     "/tile/64/000", "/", "/tile/0"):
             assert _get(server.port, bad)[0] == 404, bad
+        (out / "tile" / "7").symlink_to(tmp_path)  # a symlinked folder does not lead out
+        (tmp_path / "000").write_text("outside")
+        assert _get(server.port, "/tile/7/000")[0] == 404
         report = check_log(HttpSource(server.url), keys.verifier, state_dir=tmp_path / "seen")
         assert report.ok and report.size == size and len(report.replayed) == 2
     finally:
