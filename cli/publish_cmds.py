@@ -146,11 +146,13 @@ def monitor(source: str, vkey: str, witness_vkeys: tuple[str, ...], witness_thre
         raise UsageError(f"--witness-threshold {witness_threshold} is more than the {len(witnesses)} --witness key(s)")
     src = open_source(source)
     checks = 0
+    prior = None
     while True:
         checks += 1
         try:
             report = check_log(src, verifier, witnesses=witnesses, threshold=witness_threshold or len(witnesses),
-                               state_dir=Path(state_dir) if state_dir else None, remember=not no_remember)
+                               state_dir=Path(state_dir) if state_dir else None, remember=not no_remember,
+                               prior=prior)
         except VerificationError as exc:
             if as_json:
                 emit_json({"ok": False, "source": source, "error": {"check": exc.check, "message": str(exc)}})
@@ -164,6 +166,7 @@ def monitor(source: str, vkey: str, witness_vkeys: tuple[str, ...], witness_thre
             raise VerificationError(first["check"], first["message"], seq=first.get("seq"))
         if not follow or (max_checks is not None and checks >= max_checks):
             return
+        prior = report.verified  # the next check reads only what the log adds
         time.sleep(interval)
 
 

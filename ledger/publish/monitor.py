@@ -104,6 +104,7 @@ class MonitorReport:
     not_replayed: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     remembered: str | None = None
+    verified: Verified | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -115,6 +116,21 @@ class MonitorReport:
                 "withheld": self.withheld, "large": self.large, "new_runs": self.new_runs,
                 "new_views": self.new_views, "replayed": self.replayed, "not_replayed": self.not_replayed,
                 "findings": self.findings, "remembered": self.remembered}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What one check proved, kept by a follower (``--follow``) so that its next check fetches,
+    hashes and decodes only what the log added: the entries below the last full level-0 tile of
+    this size are not read again (a tailing monitor, as tlog-tiles describes one)."""
+
+    note: str
+    size: int
+    root: bytes
+    leaves: bytes
+    bodies: list[bytes | None]
+    marks: list[layout.Slot | None]
+    entries: list[Entry | None]
 
 
 def _need(data: bytes | None, rel: str, check: str = "tile-missing") -> bytes:
@@ -153,11 +169,14 @@ def _tile_specs(size: int, level: int) -> list[tuple[int, int]]:
     return specs
 
 
-def check_tree(source: Source, cp: Checkpoint) -> tuple[list[bytes], list[bytes | None], list[layout.Slot | None]]:
+def check_tree(source: Source, cp: Checkpoint, prior: Verified | None = None
+               ) -> tuple[list[bytes], list[bytes | None], list[layout.Slot | None]]:
     """Steps 2 and 3: the recomputed levels, and per seq the entry bytes (None when withheld) and
-    the marker slot (None for a plain entry)."""
+    the marker slot (None for a plain entry). With ``prior``, the full level-0 tiles and bundles
+    it covers are taken from it and only the rest is fetched and checked."""
     n = cp.size
-    specs0 = _tile_specs(n, 0)
+    base = 0 if prior is None else prior.size >> layout.TILE_HEIGHT  # first level-0 tile to fetch
+    specs0 = _tile_specs(n, 0)[base:]
     rels = [layout.tile_path(0, i, w) for i, w in specs0]
     tiles0 = source.get_many(rels)
     for rel, (_i, w), data in zip(rels, specs0, tiles0, strict=True):
@@ -165,7 +184,8 @@ def check_tree(source: Source, cp: Checkpoint) -> tuple[list[bytes], list[bytes 
         if len(data) != w * HASH_SIZE:
             raise VerificationError("tile-size", f"{rel} holds {len(data)} bytes, {w * HASH_SIZE} expected "
                                     f"({w} hashes){' (truncated)' if len(data) < w * HASH_SIZE else ''}")
-    leaves = b"".join(tiles0)  # type: ignore[arg-type]
+    kept = base * layout.TILE_BYTES
+    leaves = (prior.leaves[:kept] if prior is not None else b"") + b"".join(tiles0)  # type: ignore[arg-type]
     levels = _levels(leaves)
     root = merkle.root(n, _fetch_from(levels)) if n else merkle.EMPTY_ROOT
     if root != cp.root:
@@ -173,7 +193,8 @@ def check_tree(source: Source, cp: Checkpoint) -> tuple[list[bytes], list[bytes 
                                 expected=cp.root.hex(), computed=root.hex())
     level = 1
     while layout.level_count(n, level):
-        specs = _tile_specs(n, level)
+        done = 0 if prior is None else layout.level_count(prior.size, level) >> layout.TILE_HEIGHT
+        specs = _tile_specs(n, level)[done:]
         rels = [layout.tile_path(level, i, w) for i, w in specs]
         got = source.get_many(rels)
         want_level = levels[layout.TILE_HEIGHT * level]
@@ -188,8 +209,9 @@ def check_tree(source: Source, cp: Checkpoint) -> tuple[list[bytes], list[bytes 
                                         expected=want[j * 32:j * 32 + 32].hex(), computed=data[j * 32:j * 32 + 32].hex())
         level += 1
 
-    bodies: list[bytes | None] = []
-    marks: list[layout.Slot | None] = []
+    first = base << layout.TILE_HEIGHT
+    bodies: list[bytes | None] = prior.bodies[:first] if prior is not None else []
+    marks: list[layout.Slot | None] = prior.marks[:first] if prior is not None else []
     brels = [layout.bundle_path(i, w) for i, w in specs0]
     bundles = source.get_many(brels)
     leaf_hashes = merkle.leaf_hashes
@@ -229,11 +251,11 @@ def check_tree(source: Source, cp: Checkpoint) -> tuple[list[bytes], list[bytes 
     return levels, bodies, marks
 
 
-def _decode(bodies: Sequence[bytes | None]) -> tuple[list[Entry | None], list[dict[str, Any]]]:
-    """Decode the published entries (their bytes are pinned by the verified tree); a body that
-    does not decode, or whose envelope seq is not its place, is a finding."""
+def _decode(bodies: Sequence[bytes | None], start: int = 0) -> tuple[list[Entry | None], list[dict[str, Any]]]:
+    """Decode the published entries from ``start`` (their bytes are pinned by the verified tree);
+    a body that does not decode, or whose envelope seq is not its place, is a finding."""
     findings: list[dict[str, Any]] = []
-    present = [(seq, b) for seq, b in enumerate(bodies) if b is not None]
+    present = [(seq, bodies[seq]) for seq in range(start, len(bodies)) if bodies[seq] is not None]
     try:
         decoded = decode_entries_trusted(b for _s, b in present)
     except Exception:  # noqa: BLE001 (one bad body: decode one by one below to name it)
@@ -245,7 +267,7 @@ def _decode(bodies: Sequence[bytes | None]) -> tuple[list[Entry | None], list[di
                 decoded.append(None)  # type: ignore[arg-type]
                 findings.append({"check": "entry-decode", "seq": seq, "message": f"entry {seq} does not decode: "
                                  f"{type(exc).__name__}"})
-    out: list[Entry | None] = [None] * len(bodies)
+    out: list[Entry | None] = [None] * (len(bodies) - start)
     for (seq, _b), e in zip(present, decoded, strict=True):
         if e is None:
             continue
@@ -253,15 +275,19 @@ def _decode(bodies: Sequence[bytes | None]) -> tuple[list[Entry | None], list[di
             findings.append({"check": "entry-decode", "seq": seq,
                              "message": f"entry {seq} says it is entry {e.seq}"})
             continue
-        out[seq] = e
+        out[seq - start] = e
     return out, findings
 
 
 def check_log(source: Source, verifier: Verifier, *, witnesses: Sequence[Verifier] = (), threshold: int = 0,
               state_dir: Path | None = None, remember: bool = True,
-              replay: Callable[[list[Entry], str], Any] | None = None) -> MonitorReport:
-    """One full check of the published log (module docstring); findings in the report, structural
-    failures raised as VerificationError."""
+              replay: Callable[[list[Entry], str], Any] | None = None,
+              prior: Verified | None = None) -> MonitorReport:
+    """One check of the published log (module docstring); findings in the report, structural
+    failures raised as VerificationError. ``prior`` (the ``verified`` of the previous report of
+    the same source, for ``--follow``): only what the log added since is fetched and checked, and
+    only the runs with new entries are replayed; a smaller tree or another one of the same size
+    is a rollback or a fork (``remembered-checkpoint``) even with ``remember=False``."""
     from ledger.journal import seen
     from ledger.journal.witness import check_witnesses
 
@@ -279,8 +305,23 @@ def check_log(source: Source, verifier: Verifier, *, witnesses: Sequence[Verifie
     report = MonitorReport(source.name, cp.origin, cp.size, cp.root.hex())
     if witnesses:
         report.cosigned_by = check_witnesses(note, verifier, witnesses, threshold)
-
-    levels, bodies, marks = check_tree(source, cp)
+    if prior is not None:
+        if cp.size < prior.size:
+            raise VerificationError("remembered-checkpoint", f"{source.name} now publishes {cp.size} entries, "
+                                    f"{prior.size} before: the log was truncated or rolled back", seq=cp.size)
+        if cp.size == prior.size and cp.root != prior.root:
+            raise VerificationError("remembered-checkpoint", f"{source.name} publishes another tree of size "
+                                    f"{cp.size} than before: the history was rewritten", seq=max(cp.size - 1, 0))
+    levels, bodies, marks = check_tree(source, cp, prior)
+    if prior is not None and prior.size:
+        # the new tree, built on the leaves checked before, must extend the tree checked before
+        proof = merkle.consistency_proof(prior.size, cp.size, _fetch_from(levels))
+        try:
+            merkle.verify_consistency(prior.size, cp.size, prior.root, cp.root, proof)
+        except VerificationError as exc:
+            raise VerificationError("remembered-checkpoint", f"the log does not extend the checkpoint of size "
+                                    f"{prior.size} checked before: the history was rewritten ({exc})",
+                                    seq=prior.size - 1) from exc
     report.entries = len(bodies)
     report.withheld = sum(1 for m in marks if m is not None and m.form == "withheld")
     report.large = sum(1 for m in marks if m is not None and m.form == "large")
@@ -294,16 +335,25 @@ def check_log(source: Source, verifier: Verifier, *, witnesses: Sequence[Verifie
             directory=state_dir)
         previous = got.previous_size
         report.remembered = got.path
+    if previous is None and prior is not None:
+        previous = prior.size
     report.previous_size = previous
     since = previous or 0
 
-    entries, report.findings = _decode(bodies)
-    _runs_and_views(entries, marks, since, report, replay)
+    start = 0 if prior is None else (prior.size >> layout.TILE_HEIGHT) << layout.TILE_HEIGHT
+    new_entries, report.findings = _decode(bodies, start)
+    entries = (prior.entries[:start] if prior is not None else []) + new_entries
+    changed = None if prior is None else {e.run for e in entries[prior.size:] if e is not None}
+    _runs_and_views(entries, marks, since, report, replay, changed)
+    report.verified = Verified(note, cp.size, cp.root, levels[0], bodies, marks, entries)
     return report
 
 
 def _runs_and_views(entries: Sequence[Entry | None], marks: Sequence[layout.Slot | None], since: int,
-                    report: MonitorReport, replay: Callable[[list[Entry], str], Any] | None) -> None:
+                    report: MonitorReport, replay: Callable[[list[Entry], str], Any] | None,
+                    changed: set[str | None] | None = None) -> None:
+    """New runs and views since ``since``; replay (and structure-check) every run, or with
+    ``changed`` only those runs (the ones with entries the previous check did not see)."""
     from evaluators.registry import replay_run
     from evaluators.structure import trusted
 
@@ -330,6 +380,8 @@ def _runs_and_views(entries: Sequence[Entry | None], marks: Sequence[layout.Slot
             kinds[str(m.kind)] = kinds.get(str(m.kind), 0) + 1
     run_replay = replay or replay_run
     for run, recorded in views.items():
+        if changed is not None and run not in changed:
+            continue
         # a view counts every entry of its run (unknown kinds too): any withheld one blocks it
         hidden = withheld.get(run, {})
         if hidden:
@@ -346,7 +398,7 @@ def _runs_and_views(entries: Sequence[Entry | None], marks: Sequence[layout.Slot
                                     f"entries ({result.message})"})
         _injected(report, run, result.injected)
     for run, mine in by_run.items():
-        if run not in views:  # no view to replay: the run's structure is still checked
+        if run not in views and (changed is None or run in changed):  # no view to replay: the run's structure is still checked
             _injected(report, run, trusted(mine, run).findings)
 
 
