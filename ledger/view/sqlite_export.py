@@ -18,14 +18,15 @@ from typing import Any
 
 import sqlite_utils
 
-from evaluators.stats_view import infra_kind, stats_of
-from evaluators.views import compute_views
+from evaluators import stats_view, views
+from evaluators.stats_view import infra_kind
 from ledger.journal.codec import Entry
 
 # kinds whose text goes into the full-text index (what the agent said and did)
 TRANSCRIPT_KINDS = frozenset({"agent.output", "tool.call", "tool.result", "model.request",
                               "model.response"})
 TEXT_LIMIT = 20_000  # characters of an entry's text indexed
+_BULK = frozenset({"events", "tests"})
 
 
 def _text(e: Entry) -> str:
@@ -65,7 +66,15 @@ def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
     _create(db)
     with db.conn:
         for name, rows in tables.items():
-            if rows:
+            if rows and name in _BULK:
+                # the big tables: one executemany over sqlite-utils' connection (its insert_all
+                # inspects every value; these rows are plain str/int/None already)
+                cols = list(rows[0])
+                db.conn.executemany(
+                    f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})",
+                    [tuple(r[c] for c in cols) for r in rows])
+            elif rows:
                 db[name].insert_all(rows, batch_size=5000)
             counts[name] = len(rows)
     db["events"].enable_fts(["kind", "text"], create_triggers=False)
@@ -122,9 +131,9 @@ def _rows(run_id: str, entries: Sequence[Entry], t: dict[str, list[dict[str, Any
     from evaluators.facts import facts_of
     from evaluators.fold import fold_all, new_state
 
-    v = compute_views(entries, run_id)
-    stats = stats_of(entries, run_id)
-    state = fold_all(entries, new_state(run_id))
+    state = fold_all(entries, new_state(run_id))  # one fold for both views and the rows
+    v = views.view(state)
+    stats = stats_view.view(state)
     scored, _ = facts_of(state)
     by_attempt_row = {a["attempt"]: a for a in v["attempts"]}
     started = next((e for e in entries if e.kind == "run.started"), None)

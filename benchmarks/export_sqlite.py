@@ -1,0 +1,65 @@
+"""``ledger export --format sqlite`` speed: the analysis database of a 10,000-attempt run against a
+bare decode of its entries (issue 23, "Speed": export of 10,000 attempts < 10 s).
+
+    python benchmarks/export_sqlite.py --json           # 10,000 attempts (the replay benchmark's run)
+    python benchmarks/export_sqlite.py --quick --json   # 200 attempts
+
+The run is benchmarks/replay.py's synthetic run (about 50 entries per attempt). Measured in one
+process: ``decode_s`` (iterate the run's entries, the baseline), ``export_s`` (read, fold, both
+views, every table, the full-text index), ``ratio`` = export_s / decode_s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.replay import RUN_ID, build  # noqa: E402
+from ledger.journal.journal import Journal  # noqa: E402
+from ledger.view.sqlite_export import export_sqlite  # noqa: E402
+
+
+def measure(attempts: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="ledger-export-bench-") as tmp:
+        db = Path(tmp) / "journal.db"
+        size, build_s = build(db, attempts)
+        with Journal.open(db, readonly=True) as j:
+            t0 = time.perf_counter()
+            for _ in j.entries(run=RUN_ID, check_canonical=False):
+                pass
+            decode_s = time.perf_counter() - t0
+            out = Path(tmp) / "results.db"
+            t0 = time.perf_counter()
+            info = export_sqlite([RUN_ID], lambda rid: list(j.entries(run=rid)), out)
+            export_s = time.perf_counter() - t0
+            db_bytes = out.stat().st_size
+    return {"benchmark": "export_sqlite", "attempts": attempts, "entries": size,
+            "build_s": round(build_s, 3), "decode_s": round(decode_s, 3),
+            "export_s": round(export_s, 3), "ratio": round(export_s / decode_s, 3),
+            "rows": info["rows"], "db_bytes": db_bytes, "export_target_s": 10.0,
+            "meets_target": export_s < 10.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--attempts", type=int, default=10_000)
+    ap.add_argument("--quick", action="store_true", help="200 attempts")
+    args = ap.parse_args(argv)
+    out = measure(200 if args.quick else args.attempts)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        print(f"{out['attempts']} attempts: export {out['export_s']} s (target < 10 s), "
+              f"decode {out['decode_s']} s")
+    return 0 if out["meets_target"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
