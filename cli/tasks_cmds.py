@@ -222,12 +222,21 @@ def _progress_line(err: Console) -> Any:
 @click.option("--test-cmd", metavar="CMD", help="Test runner that takes test ids and prints pytest's -rA summary (default: python -m pytest -rA -p no:cacheprovider).")
 @click.option("--statement", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
               help="Issue text added to each task statement (besides the commit message).")
+@click.option("--statement-from", "statement_from", metavar="DIR",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Pull-request or issue descriptions: DIR/<commit-prefix>.md, or DIR/pr-<N>.md for "
+                   "a commit whose message names #N, added to that commit's statement.")
+@click.option("--first-parent", is_flag=True,
+              help="Walk only the first-parent line (default: every commit, merged branches' too).")
+@click.option("--allow-thin", is_flag=True,
+              help="Keep tasks whose statement names none of the functions the new tests call.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0, show_default=True,
               metavar="S", help="Time limit of one test run, in seconds.")
 @json_option
 @pass_ctx
 def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, max_tasks: int | None,
-             tier: str, out: Path | None, test_cmd: str | None, statement: Path | None, timeout_s: float,
+             tier: str, out: Path | None, test_cmd: str | None, statement: Path | None,
+             statement_from: Path | None, first_parent: bool, allow_thin: bool, timeout_s: float,
              as_json: bool) -> None:
     """Turn fix commits of a git repository into golden tasks (the parent is the starting repo,
     test changes the hidden tests, the rest the reference solution). Exit 1 if none was accepted."""
@@ -238,7 +247,7 @@ def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, 
         repo=repo, commits=commits, since=since, max_tasks=max_tasks, tier=_tier_name(tier),
         out=out or ctx.home.golden_dir,
         statement=statement.read_text(encoding="utf-8") if statement else None, timeout_s=timeout_s,
-        **extra,
+        statement_from=statement_from, first_parent=first_parent, allow_thin=allow_thin, **extra,
     )
     report = mine(opts, progress=_progress_line(_console(err=True)))
     if as_json:

@@ -58,6 +58,9 @@ class MineOptions:
     out: Path = Path(".ledger/golden")  # tasks land in out/<tier>/<task-id>/
     test_command: tuple[str, ...] = DEFAULT_TEST_COMMAND
     statement: str | None = None  # issue text added to every statement
+    statement_from: Path | None = None  # a folder of <commit-prefix>.md / pr-<N>.md descriptions
+    first_parent: bool = False  # only the first-parent line (skips what merged branches fixed)
+    allow_thin: bool = False  # keep tasks whose statement names none of the symbols tested
     runs: int = FLAKY_RUNS
     timeout_s: float = COMMAND_TIMEOUT_S
     validate: bool = True  # run ``ledger tasks validate``'s checks on each folder written
@@ -171,10 +174,49 @@ def candidates(opts: MineOptions) -> list[CommitInfo]:
         ids = [git(opts.repo, "rev-parse", "--verify", f"{c}^{{commit}}").strip() for c in opts.commits]
         # Merges list no files here; they are rejected by their parents anyway.
         return _parse_log(git(opts.repo, *common, "--no-walk=unsorted", *ids))
-    args = [*common, "--no-merges", "--first-parent"]
+    # Every commit reachable from HEAD, merged branches' too (on a repository that merges pull
+    # requests, the fixes are there, not on the first-parent line); --first-parent restores
+    # the old walk. Commits that say they fix something, or name an issue, come first.
+    args = [*common, "--no-merges", *(["--first-parent"] if opts.first_parent else [])]
     if opts.since:
         args.append(f"--since={opts.since}")
-    return _parse_log(git(opts.repo, *args, "HEAD"))
+    found = _parse_log(git(opts.repo, *args, "HEAD"))
+    return sorted(found, key=lambda c: not _FIX_LIKE.search(c.subject))
+
+
+_FIX_LIKE = re.compile(r"(?i)\b(fix(e[sd])?|bug|closes?|resolves?|regression)\b|#\d+|\bissue\b")
+_DEFINED = re.compile(r"^[ +-]\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def symbols_under_test(fix_patch: str, test_patch: str) -> set[str]:
+    """The functions and classes the fix defines or changes (any ``def``/``class`` line of its
+    hunks, context included) that the added test lines use: what the statement must name for
+    an agent to know what the hidden tests call."""
+    defined = {m for m in _DEFINED.findall(fix_patch) if not m.startswith("test")}
+    used = {w for line in test_patch.splitlines() if line.startswith("+") and not line.startswith("+++")
+            for w in _IDENT.findall(line[1:])}
+    return defined & used
+
+
+def thin_statement(statement: str, symbols: set[str]) -> bool:
+    """True when ``symbols`` is known and the statement names none of them."""
+    words = set(_IDENT.findall(statement))
+    return bool(symbols) and not (symbols & words)
+
+
+def _statement_from(opts: MineOptions, commit: str, message: str) -> str | None:
+    """A description for this commit from ``--statement-from``: ``<commit prefix>.md``, or
+    ``pr-<N>.md`` for a commit message that names ``#N``."""
+    folder = opts.statement_from
+    if folder is None:
+        return None
+    for f in sorted(folder.glob("*.md")):
+        stem = f.stem.lower()
+        pr = re.fullmatch(r"pr-(\d+)", stem)
+        if (len(stem) >= 7 and commit.startswith(stem)) or (pr and re.search(rf"#{pr.group(1)}\b", message)):
+            return f.read_text(encoding="utf-8", errors="replace")
+    return None
 
 
 def _tree_problems(repo: Path, commit: str) -> str | None:
@@ -313,11 +355,19 @@ def examine(opts: MineOptions, info: CommitInfo, clock: _Clock, scratch: Path) -
     if problem:
         return reject(problem)
     subject, message = _message(repo, commit)
+    described = _statement_from(opts, commit, message)
+    if described:
+        message = f"{described.strip()}\n\n{message}"
 
     test_patch = git(repo, "diff", "--binary", "--full-index", "--no-renames", parent, commit, "--", *tests,
                      binary=True)
     fix_patch = git(repo, "diff", "--binary", "--full-index", "--no-renames", parent, commit, "--", *source,
                     binary=True)
+    symbols = symbols_under_test(fix_patch.decode("utf-8", "replace"), test_patch.decode("utf-8", "replace"))
+    statement = f"{opts.statement or ''}\n{message}"
+    if not opts.allow_thin and thin_statement(statement, symbols):
+        return reject(f"statement too thin: it names none of {', '.join(sorted(symbols)[:4])}, which "
+                      "the new tests call (--statement-from DIR adds a description; --allow-thin keeps it)")
     base = Path(tempfile.mkdtemp(prefix="mine-", dir=scratch))
     try:
         start = base / "start"

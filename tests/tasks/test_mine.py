@@ -103,7 +103,8 @@ def test_mine_max_and_since_limit_the_history(tmp_path: Path) -> None:
     recent = mine(MineOptions(repo=repo, since="2023-01-01", out=tmp_path / "a", validate=False))
     assert [r.reason for r in recent.results] == ["no test changes: nothing shows the fix"]
     capped = mine(MineOptions(repo=repo, max_tasks=1, out=tmp_path / "b", validate=False))
-    assert len(capped.accepted) == 1 and len(capped.results) == 2  # the root commit was never examined
+    # the fix is examined first (it says it fixes something), so the other two never are
+    assert len(capped.accepted) == 1 and [r.subject for r in capped.results] == ["fix add"]
 
 
 def test_mine_rejects_what_it_cannot_package(tmp_path: Path) -> None:
@@ -156,7 +157,8 @@ def test_mined_tests_run_sandboxed_and_cannot_write_outside(tmp_path: Path) -> N
     sneaky = (f"from pathlib import Path\n\nfrom calc import add\n\n\ndef test_add():\n"
               f"    Path({str(escape)!r}).write_text('x')\n    assert add(2, 3) == 5\n")
     fix = commit(repo, "fix", {"calc.py": CALC_FIXED, "tests/test_sneaky.py": sneaky})
-    report = mine(MineOptions(repo=repo, commits=(fix,), out=tmp_path / "out"))
+    # allow_thin: the statement "fix" names nothing, and the sneaky test must still run
+    report = mine(MineOptions(repo=repo, commits=(fix,), out=tmp_path / "out", allow_thin=True))
     assert report.sandboxed
     assert report.results[0].reason.startswith("no test fails before and passes after")
     assert not escape.exists()
