@@ -195,9 +195,11 @@ class SandboxWrap:
     command that failed (``ledger.sandbox.bwrap.StartStatus``): ``run_command`` gets its
     ``pass_fds``, then ``check`` raises ``SandboxStartFailed`` with bwrap's message."""
 
-    def __init__(self, policy: Any, stage: str, redact: Redact) -> None:
+    def __init__(self, policy: Any, stage: str, redact: Redact, limits: Any = None) -> None:
         self.policy, self.stage, self.redact = policy, stage, redact
         self._status: Any = None
+        self.limits = limits  # an ``Enforcement``: its init script and preexec (the limits)
+        self.preexec = limits.preexec if limits is not None else None
 
     def __call__(self, argv: list[str]) -> list[str]:
         from ledger.sandbox.bwrap import StartStatus, bwrap_command
@@ -205,7 +207,8 @@ class SandboxWrap:
         if self._status is not None:
             self._status.close()
         self._status = StartStatus()
-        return bwrap_command(self.policy, argv, extra=self._status.args())
+        init = self.limits.init_script() if self.limits is not None else ()
+        return bwrap_command(self.policy, argv, extra=self._status.args(), init=init)
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
@@ -236,7 +239,8 @@ def _run_wrapped(wrap: Wrap, argv: list[str], *, cwd: Path, env: Mapping[str, st
     """``run_command`` of ``wrap(argv)``; a ``SandboxWrap`` checks that its sandbox started."""
     wrapped = wrap(argv)
     result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, output=output,
-                         pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())))
+                         pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())),
+                         preexec=getattr(wrap, "preexec", None))
     if isinstance(wrap, SandboxWrap):
         wrap.check(result[0], result[2], output)
     return result
@@ -494,15 +498,55 @@ def _run(plan: AttemptPlan, out: _Out) -> Workspace:
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
     out.phase("tests")
-    _grade_hidden(ws, task, out, redact, test_timeout, canaries, expected=_ids_of(expected))
-    if task.regression_command:
-        # the agent's own tree: tests it added are collected too (isolated grading drops them)
-        _result(out, "test.result", run_suite(ws, "regression", task.regression_command,
-                                              redact=redact, timeout=test_timeout,
-                                              expected=baseline_ids, required="reported",
-                                              extra_allowed=True))
+    with _limited(plan, task, out, None, redact) as wrap:
+        _grade_hidden(ws, task, out, redact, test_timeout, canaries, wrap=wrap,
+                      expected=_ids_of(expected))
+        if task.regression_command:
+            # the agent's own tree: tests it added are collected too (isolated grading drops them)
+            _result(out, "test.result", run_suite(ws, "regression", task.regression_command,
+                                                  redact=redact, timeout=test_timeout, wrap=wrap,
+                                                  expected=baseline_ids, required="reported",
+                                                  extra_allowed=True))
     out.entry("diff", diff)
     return ws
+
+
+def attempt_limits(plan: AttemptPlan, task: Task) -> Any:
+    """The attempt's ``Limits``: the defaults, ``ledger.toml``'s ``[limits]``, the task's."""
+    from ledger.sandbox.limits import resolve_limits
+
+    return resolve_limits(plan.config.get("limits"), getattr(task, "limits", None))
+
+
+def _limit_hits(out: _Out, phase: str, hits: Sequence[Mapping[str, Any]]) -> None:
+    for hit in hits:
+        out.entry("limit.hit", {"phase": phase, **hit})
+
+
+@contextlib.contextmanager
+def _limited(plan: AttemptPlan, task: Task, out: _Out, policy: Any, redact: Redact) -> Any:
+    """The grading commands' wrap under the attempt's limits (one cgroup for all of them):
+    a ``SandboxWrap`` into ``policy``, or (no sandbox) the command as it is; ``limit.hit``
+    entries (phase ``grading``) for what they ran into."""
+    from ledger.sandbox.limits import Enforcement
+
+    enf = Enforcement(attempt_limits(plan, task), sandboxed=policy is not None, label="grading")
+    wrap: Any
+    if policy is not None:
+        wrap = SandboxWrap(policy, "grading", redact, limits=enf)
+    else:
+        def wrap(argv: list[str]) -> list[str]:
+            return argv
+
+        wrap.preexec = enf.preexec
+    try:
+        yield wrap
+        hits = enf.hits()
+    finally:
+        if isinstance(wrap, SandboxWrap):
+            wrap.close()
+        enf.close()
+    _limit_hits(out, "grading", hits)
 
 
 def _baseline_tree(ws: Workspace) -> Workspace:
@@ -811,16 +855,13 @@ def _grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[
         "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
         "sandbox": policy.as_data(),
     })
-    wrap = SandboxWrap(policy, "grading", redact)
-    try:
+    with _limited(plan, task, out, policy, redact) as wrap:
         _grade_hidden(grade, task, out, redact, test_timeout, canaries, wrap=wrap,
                       expected=_ids_of(expected))
         if task.regression_command:
             _result(out, "test.result", run_suite(grade, "regression", task.regression_command,
                                                   redact=redact, timeout=test_timeout, wrap=wrap,
                                                   expected=baseline_ids, required="reported"))
-    finally:
-        wrap.close()
 
 
 def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
@@ -1189,9 +1230,11 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, run_agent_process
     from ledger.run.trace import strace_filter
+    from ledger.sandbox.limits import Enforcement
 
     invocation = prep.invocation
-
+    enforcement = Enforcement(attempt_limits(plan, task), sandboxed=prep.policy is not None,
+                              label="agent")
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
         "cwd": _resolved(ws.worktree),
@@ -1205,13 +1248,18 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
         **prep.isolation,
+        "limits": enforcement.as_data(),
     })
-    outcome = run_agent_process(
-        invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
-        path_hit=lambda path: bool(redact.path_digests([path])),
-        on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=prep.policy,
-        watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
-    )
+    try:
+        outcome = run_agent_process(
+            invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
+            path_hit=lambda path: bool(redact.path_digests([path])),
+            on_event=lambda ev: out.entry(*_streamed(ev)), sandbox=prep.policy,
+            watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
+            limits=enforcement,
+        )
+    finally:
+        enforcement.close()
     failed = outcome.sandbox_failed
     if failed is not None:  # bwrap could not start the agent: the harness's failure
         failed = redact(failed)
@@ -1219,6 +1267,7 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
     for kind, data in output_events(outcome) if failed is None else []:
         if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
             out.entry(kind, data)
+    _limit_hits(out, "agent", outcome.limit_hits)
     cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
                                  pricing=plan.config.get("pricing"))
     out.entry("agent.finished", {
@@ -1238,6 +1287,7 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
         "agent_error": ({"kind": "sandbox_failed", "detail": f"the sandbox did not start: {failed}"}
                         if failed is not None else classify(getattr(agent, "kind", ""), outcome)),
         "trace_partial": outcome.trace_partial,
+        "limits_hit": sorted({str(h["which"]) for h in outcome.limit_hits}),
     })
     return failed is None
 

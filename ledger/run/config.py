@@ -13,6 +13,15 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     executor = "local"          # local | ray (pip install 'eval-ledger[ray]')
     ray_address = "auto"        # with executor = "ray": an existing cluster (default: a private one)
 
+    [limits]                    # every attempt's resource limits (docs/agents.md); a task's
+    processes = 512             # own `limits:` wins over these
+    memory = "4G"               # sizes: bytes, or a string with K/M/G (powers of 1024)
+    cpu_s = 3600
+    file_size = "1G"
+    open_files = 4096
+    disk = "4G"                 # allocated under the attempt's worktree, home and scratch
+    disk_files = 200000
+
     [agents.codex]              # settings for a CLI preset (a table named after it, or
     base_url = "http://127.0.0.1:8000/v1"   # preset = "codex" under any name): its endpoint,
     api_key_env = "MY_KEY"      # the variable holding its key, model, env, program
@@ -91,6 +100,7 @@ class LedgerConfig:
     path: Path | None = None
     run: RunDefaults = field(default_factory=RunDefaults)
     agents: Mapping[str, AgentDef] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)  # [limits]: overrides of the defaults
 
     def agent_table(self) -> dict[str, dict[str, Any]]:
         """Plain, picklable form of the named agents (sent to workers with each attempt)."""
@@ -263,13 +273,16 @@ def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
     except RecursionError:
         raise MalformedInput(f"{where}: invalid TOML: nested too deeply") from None
     # [publish] is the disclosure policy of `ledger publish` (ledger.publish.writer.make_policy)
-    _refuse_unknown(f"{where}: unknown table(s)", raw, {"run", "agents", "publish"})
+    _refuse_unknown(f"{where}: unknown table(s)", raw, {"run", "agents", "publish", "limits"})
     run = _parse_run(raw["run"], where) if "run" in raw else RunDefaults()
     agents_raw = raw.get("agents", {})
     if not isinstance(agents_raw, dict):
         raise MalformedInput(f"{where}: [agents] must be a table of tables")
     agents = {name: _parse_agent(name, spec, where) for name, spec in agents_raw.items()}
-    return LedgerConfig(path=Path(where), run=run, agents=agents)
+    from ledger.sandbox.limits import parse_limits
+
+    limits = parse_limits(raw["limits"], f"{where}: [limits]") if "limits" in raw else {}
+    return LedgerConfig(path=Path(where), run=run, agents=agents, limits=limits)
 
 
 def load_config(path: Path) -> LedgerConfig:

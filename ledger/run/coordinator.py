@@ -424,6 +424,7 @@ class Coordinator:
             "canaries": p.config.get("canaries", True) is not False,
             "agent_config": self.cfg.agent_config(),
             "sandbox_hidden": [str(self.home.path), str(self.source.path)],
+            "limits": dict(self.cfg.limits),
         }
         if self.req.test_timeout_s is not None:
             self._plan_config["test_timeout_s"] = self.req.test_timeout_s

@@ -345,6 +345,97 @@ def _wait_tracer(log_path: Path, pids: Iterable[int] | None = None, timeout: flo
             os.kill(pid, signal.SIGKILL)
 
 
+def _close_fds(fds: dict[str, int]) -> None:
+    for key in list(fds):
+        with contextlib.suppress(OSError):
+            os.close(fds.pop(key))
+
+
+def _ns_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _inner_pid(pid: int) -> int | None:
+    """A process's pid in its innermost PID namespace (``NSpid``), or None when gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+                if line.startswith(b"State:") and line.split()[1] in (b"Z", b"X"):
+                    return None
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class _Waiter:
+    """The harness side of the in-sandbox waiter (``Enforcement.init_script``): reads its
+    ``ledger-init exit PID RC`` line, and bwrap's ``--info-fd`` JSON for the namespace."""
+
+    def __init__(self, status_fd: int | None, info_fd: int | None) -> None:
+        self.fd = status_fd
+        self.info_fd = info_fd
+        self.buf = bytearray()
+        self.exited = False
+        self.released = False
+        self.inner: int | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.exited or len(self.buf) > 4096:
+            return
+        self.buf += chunk
+        m = re.search(rb"ledger-init exit (\d+) (\d+)\n", self.buf)
+        if m is not None:
+            self.exited = True
+            self.inner = int(m.group(1))
+
+    def _namespace(self) -> tuple[int, str] | None:
+        """(host pid of the namespace's init, its ``pid:[inode]``) from bwrap's info."""
+        if self.info_fd is None:
+            return None
+        data = b""
+        with contextlib.suppress(OSError):
+            os.set_blocking(self.info_fd, False)
+            while len(data) < 65536:
+                chunk = os.read(self.info_fd, 4096)
+                if not chunk:
+                    break
+                data += chunk
+        try:
+            info = json.loads(data.decode("utf-8", "replace").split("}", 1)[0] + "}")
+            return int(info["child-pid"]), f"pid:[{int(info['pid-namespace'])}]"
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def count_and_kill(self, rounds: int = 50) -> int:
+        """Processes alive in the namespace besides its init and the waiter: counted, killed."""
+        ns = self._namespace()
+        if ns is None:
+            return 0
+        init, name = ns
+        found: set[int] = set()
+        for _ in range(rounds):
+            alive = []
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit() or int(entry) == init or _ns_of(int(entry)) != name:
+                    continue
+                inner = _inner_pid(int(entry))
+                if inner is not None and inner not in (1, self.inner):
+                    alive.append(int(entry))
+            if not alive:
+                break
+            for pid in alive:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            found.update(alive)
+            time.sleep(0.005)
+        return len(found)
+
+
 def _find_program(argv0: str, env: Mapping[str, str], cwd: Path) -> str | None:
     if "/" in argv0:
         path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
@@ -415,6 +506,7 @@ def run_agent_process(
     grace_s: float = GRACE_S,
     watch: Any = None,
     sandbox: Any = None,
+    limits: Any = None,
 ) -> ProcessOutcome:
     """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all.
 
@@ -424,6 +516,14 @@ def run_agent_process(
 
     ``sandbox`` (a ``ledger.sandbox.SandboxPolicy``) runs the agent inside bubblewrap; strace
     then wraps bwrap from outside, so the tracer lives outside the sandbox's PID namespace.
+    In the sandbox the agent runs under the in-namespace waiter (``Enforcement.init_script``):
+    when the agent's main process exits, the processes it left in the namespace are counted
+    (``orphans``) and killed before the namespace ends.
+
+    ``limits`` (a ``ledger.sandbox.limits.Limits``, ``DEFAULTS`` when None, or an
+    ``Enforcement`` made for this run, closed here) bound the run
+    (``ledger.sandbox.limits``); the outcome's ``limits`` says how, ``limit_hits`` what was hit.
+    A disk limit hit stops the agent like its time limit (but not ``timed_out``).
     """
     if not inv.argv:
         raise UsageError("agent invocation has an empty command line")
@@ -434,15 +534,31 @@ def run_agent_process(
     marker = f"{ctx.attempt_id}#{secrets.token_hex(6)}"
     clean = make_cleaner(inv.secrets, capture_filter)
 
+    from ledger.sandbox.limits import DEFAULTS, DiskWatch, Enforcement
+
     trace_dir: Path | None = None
     log_path: Path | None = None
     argv = list(inv.argv)
     start_status: Any = None  # bwrap's status pipe: tells a sandbox that never started
+    enforcement = limits if isinstance(limits, Enforcement) else Enforcement(
+        limits or DEFAULTS, sandboxed=sandbox is not None, label="agent")
+    pipes: dict[str, int] = {}
     if sandbox is not None:
         from ledger.sandbox.bwrap import StartStatus, bwrap_command
 
         start_status = StartStatus()
-        argv = bwrap_command(sandbox, argv, extra=start_status.args())
+        try:
+            for name in ("status", "release", "info"):
+                pipes[name + "_r"], pipes[name + "_w"] = os.pipe()
+        except OSError:
+            _close_fds(pipes)
+            start_status.close()
+            enforcement.close()
+            raise
+        argv = bwrap_command(sandbox, argv,
+                             extra=[*start_status.args(), "--info-fd", str(pipes["info_w"])],
+                             init=enforcement.init_script(pipes["status_w"], pipes["release_r"]))
+    child_fds = tuple(pipes[k] for k in ("status_w", "release_r", "info_w") if k in pipes)
     if mode == "strace":
         trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
         log_path = trace_dir / "strace.log"
@@ -479,16 +595,27 @@ def run_agent_process(
         proc = subprocess.Popen(
             argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-            pass_fds=start_status.pass_fds if start_status is not None else (),
+            pass_fds=(*(start_status.pass_fds if start_status is not None else ()), *child_fds),
+            preexec_fn=enforcement.preexec,
         )
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
         if start_status is not None:
             start_status.close()
-        raise UsageError(f"cannot start agent {inv.argv[0]!r}: {exc.strerror or exc}") from None
+        _close_fds(pipes)
+        enforcement.close()
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"cannot start agent {inv.argv[0]!r}: {why}") from None
     if start_status is not None:
         start_status.started()
+    for key in ("status_w", "release_r", "info_w"):
+        if key in pipes:
+            os.close(pipes.pop(key))
+    disk_roots = list(sandbox.writable) if sandbox is not None else [
+        str(p) for p in dict.fromkeys((ctx.worktree, ctx.home))]
+    disk = DiskWatch(disk_roots, enforcement.limits).start()
+    waiter = _Waiter(pipes.get("status_r"), pipes.get("info_r"))
 
     start = time.monotonic()
     born = started_at(proc.pid)  # every process of the attempt starts after this one
@@ -505,7 +632,9 @@ def run_agent_process(
             # content and argv are filtered while parsing; redact secrets (paths too) and bound
             post=lambda ev: sanitize_event(ev, redact_paths))
     assert proc.stdout is not None and proc.stderr is not None
-    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    streams: dict[int, Any] = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    if waiter.fd is not None:
+        streams[waiter.fd] = waiter
     sel = selectors.DefaultSelector()
     for fd in streams:
         sel.register(fd, selectors.EVENT_READ)
@@ -528,6 +657,8 @@ def run_agent_process(
 
     timed_out = False
     orphans = 0
+    inside_orphans = 0
+    agent_end: float | None = None
     term_at: float | None = None
     hard_killed = False
     tracer_exclude: list[int] = []
@@ -537,11 +668,20 @@ def run_agent_process(
             pump(0.02)
             if tracewatch is not None:
                 tracewatch.poll()
+            if waiter.exited and not waiter.released:
+                # the agent's main process has ended; the namespace lives until released
+                agent_end = time.monotonic()
+                inside_orphans = waiter.count_and_kill()
+                os.close(pipes.pop("release_w"))
+                waiter.released = True
             if proc.poll() is not None:
                 break
             now = time.monotonic()
             if term_at is None and watch is not None and watch.verdict is not None:
                 term_at = now  # the agent cannot reach its model: stop it now
+                _signal_group(proc.pid, signal.SIGTERM)
+            elif term_at is None and disk.hit is not None:
+                term_at = now  # over its disk limit: stop it now
                 _signal_group(proc.pid, signal.SIGTERM)
             elif term_at is None and now >= deadline:
                 timed_out = True
@@ -550,20 +690,24 @@ def run_agent_process(
             elif term_at is not None and not hard_killed and now >= term_at + grace_s:
                 hard_killed = True
                 _signal_group(proc.pid, signal.SIGKILL)
-        wall_s = time.monotonic() - start
+        wall_s = (agent_end or time.monotonic()) - start
+        disk.stop()
         if log_path is not None:
             # the tracer the watch saw tracing the agent (a /proc scan when it never looked)
             seen = tracewatch.tracer if tracewatch is not None else 0
             tracer_exclude = [seen] if seen else _tracers(log_path)
-        orphans = kill_attempt_processes(marker, proc.pid, tracers=tracer_exclude, born=born)
+        orphans = inside_orphans + kill_attempt_processes(
+            marker, proc.pid, tracers=tracer_exclude, born=born)
         drain_until = time.monotonic() + 2.0
         while sel.get_map() and time.monotonic() < drain_until:
             pump(0.02)
     except BaseException:
         _signal_group(proc.pid, signal.SIGKILL)
+        disk.stop()
         with contextlib.suppress(Exception):
             proc.wait(timeout=5)
         kill_attempt_processes(marker, proc.pid, born=born)
+        enforcement.close()
         if follower is not None:
             follower.abandon()
         if trace_dir is not None:
@@ -575,6 +719,7 @@ def run_agent_process(
         sel.close()
         proc.stdout.close()
         proc.stderr.close()
+        _close_fds(pipes)
 
     out.close()
     err.close()
@@ -608,6 +753,17 @@ def run_agent_process(
     if start_status is not None:  # a sandbox the harness stopped did start
         failure = start_status.failure(rc, err.text())
         sandbox_failed = clean(failure) if failure and term_at is None else None
+    try:
+        hits = enforcement.hits(exit_code=rc if rc is not None and rc >= 0 else None,
+                                signal_no=-rc if rc is not None and rc < 0 else None)
+        # what is still in the attempt's cgroups escaped the sweep (no marker, own session)
+        left = enforcement.kill_all()
+        if sandbox is None:
+            orphans += left
+    finally:
+        enforcement.close()
+    if disk.hit is not None:
+        hits.append(dict(disk.hit))
     return ProcessOutcome(
         exit_code=rc if rc is not None and rc >= 0 else None,
         signal=-rc if rc is not None and rc < 0 else None,
@@ -626,6 +782,8 @@ def run_agent_process(
                      if watch is not None and watch.verdict is not None else None),
         trace_partial=tracewatch is not None and tracewatch.partial,
         sandbox_failed=sandbox_failed,
+        limits=enforcement.as_data(),
+        limit_hits=hits,
     )
 
 

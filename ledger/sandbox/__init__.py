@@ -5,6 +5,7 @@
     bwrap.py     the one bwrap command line built from a policy; availability probe
     grading.py   which of the agent's changes are graded; the fresh grading tree
     tracelog.py  the strace log of a sandboxed agent: bwrap's own set-up cut off; partial traces
+    limits.py    resource limits of every attempt: cgroups or rlimits, the disk walk, hits
 """
 
 from ledger.sandbox.bwrap import (

@@ -53,10 +53,11 @@ def _depth_key(path: str) -> tuple[int, str]:
 
 
 def bwrap_command(policy: SandboxPolicy, argv: Sequence[str], *, program: str | None = None,
-                  extra: Sequence[str] = ()) -> list[str]:
+                  extra: Sequence[str] = (), init: Sequence[str] = ()) -> list[str]:
     """The full command line that runs ``argv`` inside ``policy``'s sandbox.
 
-    ``extra`` is inserted before ``--`` (the network module binds its socket there).
+    ``extra`` is inserted before ``--`` (the network module binds its socket there); ``init``
+    runs ``argv`` inside (``ledger.sandbox.limits``: the rlimits, and the attempt's waiter).
     """
     if not argv:
         raise UsageError("nothing to run in the sandbox: empty command line")
@@ -81,7 +82,7 @@ def bwrap_command(policy: SandboxPolicy, argv: Sequence[str], *, program: str | 
         cmd += args
     for name, value in policy.env:
         cmd += ["--setenv", name, value]
-    cmd += ["--remount-ro", "/", "--chdir", policy.cwd, *extra, "--", *argv]
+    cmd += ["--remount-ro", "/", "--chdir", policy.cwd, *extra, "--", *init, *argv]
     return cmd
 
 

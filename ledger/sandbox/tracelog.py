@@ -5,7 +5,8 @@ harness's PID namespace, so nothing inside can see or signal it, and it follows 
 namespaces. The first lines of its log are bwrap building the sandbox (opening ``/newroot/...``,
 writing ``/proc/PID/uid_map``): the harness's own set-up, not the agent's activity.
 ``agent_lines`` keeps the log from the agent's first ``execve`` on, without any line of the
-bwrap processes (they only wait and reap afterwards).
+bwrap processes (they only wait and reap afterwards) nor of the harness's in-sandbox waiter
+(``ledger.sandbox.limits``: the first ``/bin/sh`` exec whose script starts ``: ledger-init``).
 
 A trace is **partial** when the tracer stopped following the agent before the agent ended
 (``TraceWatch``: the agent's ``TracerPid`` went from the tracer to 0 while it still ran).
@@ -17,6 +18,8 @@ import re
 from collections.abc import Iterable, Iterator
 
 _PID = re.compile(r"^(\d+)\s")
+# How strace (``-xx``: every byte of a string in hex) shows the waiter's script argument.
+INIT_TAG = '"' + "".join(f"\\x{b:02x}" for b in b": ledger-init\n")
 
 
 def agent_lines(lines: Iterable[str]) -> Iterator[str]:
@@ -25,6 +28,7 @@ def agent_lines(lines: Iterable[str]) -> Iterator[str]:
     when the log names no such exec (the agent never started inside)."""
     first_pid: str | None = None
     setup_pids: set[str] = set()
+    waiter_seen = False
     it = iter(lines)
     for line in it:
         m = _PID.match(line)
@@ -34,6 +38,10 @@ def agent_lines(lines: Iterable[str]) -> Iterator[str]:
         if first_pid is None:
             first_pid = pid
         if pid != first_pid and " execve(" in line:
+            if INIT_TAG in line and not waiter_seen:
+                waiter_seen = True  # the harness's in-sandbox waiter: set-up, not the agent
+                setup_pids.add(pid)
+                continue
             setup_pids.discard(pid)
             yield line
             break

@@ -20,7 +20,7 @@ import signal as _signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ledger.safefs import read_prefix
@@ -57,17 +57,15 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 def run_command(
     argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
     output: Path | None = None, pass_fds: Sequence[int] = (),
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[int, float, bool]:
     """Run ``argv`` as its own process group; (exit code, seconds, timed out).
 
     A signal death is reported as 128 + signal number, a timeout as 124, a program that cannot
     start as 127. Output goes to ``output`` (a file outside the worktree) or nowhere. The group is
-<<<<<<< HEAD
     killed on every exit path. ``pass_fds``: descriptors the process inherits (the outcome
-    channel's write end, ``ledger.sandbox.outcomes``).
-=======
-    killed on every exit path. ``pass_fds`` stay open in the child (a sandbox's status pipe).
->>>>>>> b1e393c (sandbox.failed: a sandbox that never started is the harness's failure, never a crash, never CLEAN)
+    channel's write end, ``ledger.sandbox.outcomes``; a sandbox's status pipe). ``preexec`` runs
+    between fork and exec (``Enforcement.preexec``: the limits' cgroups and rlimits).
     """
     start = time.perf_counter()
     sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
@@ -76,11 +74,12 @@ def run_command(
             proc = subprocess.Popen(
                 list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=tuple(pass_fds),
+                start_new_session=True, pass_fds=tuple(pass_fds), preexec_fn=preexec,
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             if output is not None:
-                Path(output).write_text(f"cannot start {argv[0]}: {exc.strerror}\n")
+                Path(output).write_text(
+                    f"cannot start {argv[0]}: {getattr(exc, 'strerror', None) or exc}\n")
             return 127, time.perf_counter() - start, False
         timed_out = False
         try:

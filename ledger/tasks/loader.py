@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from ledger.errors import NotFound, NothingToRun, TaskError
+from ledger.errors import MalformedInput, NotFound, NothingToRun, TaskError
 from ledger.tasks.model import NEEDS, TIERS, Grading, Signal, Solution, Task
 
 TASK_FILE = "task.md"
@@ -52,6 +52,7 @@ _KEYS: dict[str, bool] = {
     "max_duration_s": False,
     "max_cost_usd": False,
     "max_tokens": False,
+    "limits": False,
     "completion_signals": False,
     "owned_files": False,
     "expected_files_modified": False,
@@ -625,6 +626,13 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
             kwargs[key] = _number(
                 meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd"
             )
+    if "limits" in meta:
+        from ledger.sandbox.limits import parse_limits
+
+        try:
+            kwargs["limits"] = parse_limits(meta["limits"], f"{md}: limits")
+        except MalformedInput as exc:
+            raise TaskError(str(exc)) from None
     kwargs.update(_test_fields(meta, folder, md, hidden_dir))
 
     demo: tuple[dict[str, Any], ...] = ()

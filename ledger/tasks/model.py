@@ -91,6 +91,7 @@ class Task:
     max_duration_s: float = 300.0
     max_cost_usd: float = 1.0
     max_tokens: int = 200_000
+    limits: dict[str, int] = field(default_factory=dict)  # resource limit overrides (docs/agents.md)
     signals: tuple[Signal, ...] = ()
     owned_files: tuple[str, ...] = ()
     expected_files_modified: tuple[str, ...] = ()
@@ -133,4 +134,5 @@ class Task:
             "max_duration_s": self.max_duration_s,
             "max_cost_usd": self.max_cost_usd,
             "max_tokens": self.max_tokens,
+            **({"limits": dict(self.limits)} if self.limits else {}),
         }
