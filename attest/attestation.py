@@ -94,9 +94,9 @@ _BODY_KEYS = frozenset({
     "v", "run", "task", "attempt", "verdict", "commitment", "range", "checkpoint", "activity",
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
-# Signed when present (older attestations lack them): results, isolation, sandbox; refused
-# (requests the proxy refused) is present when there was at least one.
-_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused"})
+# Signed when present (older attestations lack them): results, isolation, sandbox, limits;
+# refused (requests the proxy refused) is present when there was at least one.
+_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused", "limits"})
 ISOLATIONS = ("sandbox", "none")
 _REQUIRED_BODY_KEYS = _BODY_KEYS
 _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
@@ -305,6 +305,8 @@ def build_attestation(
             "count": len(scan.refusals), "digest": refusals_digest(scan.refusals),
             "items": [{"seq": r.seq, "leaf_hash": r.leaf_hash.hex(), "detail": r.detail}
                       for r in scan.refusals[:MAX_EMBEDDED_MATCHES]]}
+    if scan.limits is not None:  # the resource limits the agent ran under (absent before them)
+        att["limits"] = dict(scan.limits)
     if results is not None:
         bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
         if any(e.seq >= cp.size or e.data.get("attempt") != scan.attempt for e in bound):
@@ -469,6 +471,8 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         raise MalformedInput(f"attestation isolation {att['isolation']!r} is not one of {ISOLATIONS}")
     if "sandbox" in att and att["sandbox"] is not None and not _is_map(att["sandbox"]):
         raise MalformedInput("attestation sandbox must be a map or null")
+    if "limits" in att and not _is_map(att["limits"]):
+        raise MalformedInput("attestation limits must be a map")
     return {k: att[k] for k in _BODY_KEYS if k in att}
 
 
@@ -743,6 +747,9 @@ def _compare_evidence(att: dict[str, Any], scan: ScanResult, *, exact: bool) -> 
             scan.sandbox is not None and dict(scan.sandbox) != att.get("sandbox")):
         raise VerificationError(check, "the isolation differs from the journal's",
                                 expected=scan.isolation, computed=str(att.get("isolation")))
+    if (dict(scan.limits) if scan.limits is not None else None) != att.get("limits"):
+        raise VerificationError(check, "the resource limits differ from the journal's",
+                                expected=str(scan.limits), computed=str(att.get("limits")))
     if dict(scan.observation) != dict(att["observation"]):
         raise VerificationError(check, "the observation differs from the journal's",
                                 expected=str(dict(scan.observation)),

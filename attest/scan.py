@@ -304,6 +304,7 @@ class ScanResult:
     isolation: str = "none"  # "sandbox" when agent.started reports the agent ran sandboxed
     sandbox: Mapping[str, Any] | None = None  # the sandbox policy agent.started recorded
     refusals: tuple[Refusal, ...] = ()  # requests the proxy refused, in seq order
+    limits: Mapping[str, Any] | None = None  # the resource limits agent.started recorded
 
     @property
     def matches_digest(self) -> str:
@@ -551,6 +552,7 @@ def scan_attempt(
     started = False
     isolation, sandbox = "none", None
     canary_entries: dict[str, Entry] = {}
+    limits: Mapping[str, Any] | None = None
     prev = -1
     for e in entries:
         if e.seq <= prev:
@@ -584,6 +586,8 @@ def scan_attempt(
             if e.data.get("isolation") == "sandbox" and isinstance(box, Mapping):
                 isolation, sandbox = "sandbox", box
                 scan.isolated = True
+            lim = e.data.get("limits")
+            limits = lim if isinstance(lim, Mapping) else None
             continue
         if e.kind == "sandbox.failed" and e.data.get("stage") == "agent":
             started = False  # the sandbox never ran the agent: nothing was observed
@@ -624,6 +628,7 @@ def scan_attempt(
         isolation=isolation,
         sandbox=sandbox,
         refusals=tuple(scan.refusals),
+        limits=limits,
     )
 
 

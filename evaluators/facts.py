@@ -59,6 +59,7 @@ class AttemptFacts:
     timed_out: bool
     crashed: bool
     orphans: int
+    limits_hit: list[str]  # resource limits run into ("memory"; "grading:memory" in grading)
     budget_s: float | None
     budget_cost_usd: float | None
     signals_total: int
@@ -219,6 +220,7 @@ def derive(a: AttemptState, task: TaskInfo | None) -> AttemptFacts:
         status=a.status, error=a.error, agent_finished=a.agent_finished,
         telemetry=a.agent_finished and a.telemetry, wall_s=a.wall_s, cost_usd=a.cost_usd,
         timed_out=a.timed_out, crashed=a.crashed, orphans=a.orphans,
+        limits_hit=list(a.limits_hit),
         budget_s=task.max_duration_s if task is not None else None,
         budget_cost_usd=task.max_cost_usd if task is not None else None,
         signals_total=len(a.signals), signals_passed=signals_passed,

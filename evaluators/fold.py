@@ -26,7 +26,7 @@ KNOWN_KINDS = frozenset({
     "agent.output", "agent.finished",
     "signal.result", "test.result", "diff", "judge.verdict", "attestation", "attempt.finished",
     "grading", "grading.expected", "grading.anomaly", "sandbox.failed", "canary.commitment",
-    "canary.result",
+    "canary.result", "limit.hit",
 })
 # Kinds the harness writes that the golden fold does not read (the HTTP agent's model turns and
 # the proxy's responses). The view counts them among ``entries.unknown`` as it always has, so
@@ -155,6 +155,7 @@ class AttemptState:
     timed_out: bool = False
     crashed: bool = False
     orphans: int = 0
+    limits_hit: tuple[str, ...] = ()  # ``limit.hit`` entries: "memory", "grading:processes"...
     telemetry: bool = False
     cost_usd: float | None = None
     tokens_in: int | None = None
@@ -439,6 +440,16 @@ def _on_sandbox_failed(state: FoldState, entry: Entry) -> None:
                         f"{_opt_str(d, 'stage') or '?'}: {_opt_str(d, 'message') or ''}")
 
 
+def _on_limit_hit(state: FoldState, entry: Entry) -> None:
+    a = _attempt(state, entry)
+    which, phase = entry.data.get("which"), entry.data.get("phase", "agent")
+    if not isinstance(which, str) or not isinstance(phase, str):
+        raise _Malformed("which")
+    name = which if phase == "agent" else f"{phase}:{which}"
+    if name not in a.limits_hit:
+        a.limits_hit = (*a.limits_hit, name)
+
+
 def _on_signal_result(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
     d = entry.data
@@ -660,6 +671,7 @@ _HANDLERS: dict[str, Callable[[FoldState, Entry], None]] = {
     "agent.output": _on_attempt_known,
     "agent.finished": _on_agent_finished,
     "sandbox.failed": _on_sandbox_failed,
+    "limit.hit": _on_limit_hit,
     "signal.result": _on_signal_result,
     "grading.expected": _on_grading_expected,
     "grading.anomaly": _on_grading_anomaly,

@@ -11,6 +11,7 @@ from evaluators.facts import AttemptFacts
 PRIORITY = (
     "grading_tampered",
     "timeout",
+    "resource_limit",
     "conflict",
     "test_regression",
     "hallucination",
@@ -49,6 +50,8 @@ def classify(f: AttemptFacts) -> tuple[str, str]:
         return "grading_tampered", f"the test outcomes cannot be trusted: {_listed(why)}"
     if f.timed_out:
         return "timeout", f"agent ran {_fmt(f.wall_s)} s against a budget of {_fmt(f.budget_s)} s"
+    if f.limits_hit:
+        return "resource_limit", f"ran into its resource limit(s): {_listed(f.limits_hit)}"
     if f.conflict:
         why = "its edits failed to apply" if f.apply_failed else "it left merge-conflict markers"
         return "conflict", why

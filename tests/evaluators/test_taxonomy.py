@@ -17,6 +17,9 @@ IMPORT_ERR = "ImportError: cannot import name 'frobnicate' from 'calc' (src/calc
 # One recorded failure per category: the attempt() arguments that produce it.
 CASES: dict[str, dict[str, Any]] = {
     "timeout": {**FAIL, "timed_out": True, "wall_s": 100.0},
+    "resource_limit": {**FAIL, "extra": [("limit.hit", {
+        "phase": "agent", "which": "memory", "value": 1 << 28, "mechanism": "cgroup-v1",
+        "detail": "1 process(es) killed by the OOM killer"})]},
     "conflict": {**FAIL, "conflict_markers": True},
     "test_regression": {"after": {"tests/test_base.py::test_one": "passed",
                                   "tests/test_base.py::test_two": "failed"}},
