@@ -393,8 +393,10 @@ def _trace_filter(run: Outcome) -> str | None:
 
 @pytest.mark.slow
 def test_control_cross_attempt_daemon_works_without_isolation(tmp_path: Path) -> None:
-    """Without the sandbox the daemon of attempt 1 serves attempt 2 the solution."""
+    """Without the sandbox (and without the limits' cgroups, whose clean-up kills what an
+    attempt left) the daemon of attempt 1 serves attempt 2 the solution."""
     home, values, _outside = _setup(tmp_path)
+    (home.parent / "ledger.toml").write_text("[limits]\ncgroups = false\n")
     spec = _write_agents(tmp_path / "agents", (CROSS_ATTEMPT_DAEMON,), values)
     try:
         run = _run(home, spec, "--sandbox", "none", "--repeat", "2")
