@@ -217,6 +217,7 @@ class FoldState:
     unknown: dict[str, int] = field(default_factory=dict)
     malformed: dict[str, int] = field(default_factory=dict)
     outcome_rule: bool = False  # a suite or signal was recorded with its outcomes' provenance
+    limits_rule: bool = False  # an agent ran under recorded resource limits (agent.started.limits)
     foreign: int = 0  # entries of other runs (or of no run), skipped
     recorded_views: list[RecordedView] = field(default_factory=list)
     last_attempt: AttemptState | None = None  # the attempt of the previous entry (a lookup cache)
@@ -358,6 +359,8 @@ def _on_attempt_started(state: FoldState, entry: Entry) -> None:
 def _on_agent_started(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
     a.trace = _opt_str(entry.data, "trace")
+    if entry.data.get("limits") is not None:
+        state.limits_rule = True
 
 
 def _on_fs_read(state: FoldState, entry: Entry) -> None:
@@ -442,6 +445,7 @@ def _on_sandbox_failed(state: FoldState, entry: Entry) -> None:
 
 def _on_limit_hit(state: FoldState, entry: Entry) -> None:
     a = _attempt(state, entry)
+    state.limits_rule = True
     which, phase = entry.data.get("which"), entry.data.get("phase", "agent")
     if not isinstance(which, str) or not isinstance(phase, str):
         raise _Malformed("which")

@@ -21,7 +21,9 @@ PRIORITY = (
     "incomplete",
 )
 CATEGORIES = tuple(sorted(PRIORITY))
-NEW_CATEGORIES = frozenset({"grading_tampered"})  # absent from the views of older runs
+# Absent from the views of older runs: each category and the FoldState flag that says the run
+# is recent enough to have it.
+NEW_CATEGORIES = {"grading_tampered": "outcome_rule", "resource_limit": "limits_rule"}
 
 ORIENTATION_MIN_READS = 3  # distinct files read before "mostly reading" can apply
 ORIENTATION_MAX_CHANGED_LINES = 2  # "few edits": at most this many lines added + removed

@@ -175,9 +175,11 @@ def _view_data(state: FoldState) -> dict[str, Any]:
             "hash": info.hash if info else None, "tier": info.tier if info else None,
             "title": info.title if info else None, "attempts": len(fs), "passed": passed,
             "pass_rate": passed / len(fs) if fs else None}
-    # A run recorded before outcomes had a provenance has no grading_tampered category: its
-    # view keeps the shape it was recorded with (replay compares the two).
-    priority = [c for c in PRIORITY if state.outcome_rule or c not in NEW_CATEGORIES]
+    # A run recorded before outcomes had a provenance has no grading_tampered category, one
+    # recorded before resource limits no resource_limit: its view keeps the shape it was
+    # recorded with (replay compares the two).
+    priority = [c for c in PRIORITY
+                if c not in NEW_CATEGORIES or getattr(state, NEW_CATEGORIES[c])]
     counts = dict.fromkeys(sorted(priority), 0)
     failures = []
     for f in scored:

@@ -126,7 +126,7 @@ def test_failures_table_and_json(two_runs: Path) -> None:
     assert "orientation_miss  0" in out
     data = json.loads(invoke(two_runs, "failures", RUN_A, "--json")[1])
     assert data["counts"]["incomplete"] == 1 and sum(data["counts"].values()) == 1
-    assert len(data["counts"]) == 9
+    assert len(data["counts"]) == 8
 
 
 def test_compare_shows_deltas_and_task_changes(two_runs: Path) -> None:
