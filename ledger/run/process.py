@@ -120,13 +120,39 @@ def _clean_value(value: Any, clean: Callable[[str], str]) -> Any:
     return clean(str(value))
 
 
+EVENT_DEPTH = 32  # a value nested deeper (a model's tool input) is kept as its JSON text
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests maps or lists more than ``limit`` levels (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _flat(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (RecursionError, ValueError, TypeError):
+        return "<nested too deeply to record>"
+
+
 def sanitize_event(event: Event, clean: Callable[[str], str], limit: int = EVENT_TEXT_LIMIT) -> Event:
-    """Redact and filter every text of an event, and bound its long texts."""
+    """Redact and filter every text of an event, and bound its long texts. A value nested more
+    than ``EVENT_DEPTH`` levels (the journal's codec refuses 64) becomes its JSON text."""
     kind, data = event
     out: dict[str, Any] = {}
     total = 0
     truncated = False
     for key, value in data.items():
+        if _deeper_than(value, EVENT_DEPTH):
+            value = _flat(value)
         value = _clean_value(value, clean)
         if key in ("text", "output", "content") and isinstance(value, str):
             value, cut, n = bound_text(value, limit)

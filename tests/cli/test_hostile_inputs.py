@@ -179,3 +179,19 @@ def test_deep_json_line_from_an_agent_is_no_event_and_no_crash() -> None:
     assert parser.feed_line("[" + _deep_json() + "]") == []
     assert parser.feed_line('{"type": "agent.output", "text": "hi"}') == [
         ("agent.output", {"stream": "stdout", "text": "hi"})]
+
+
+def test_deep_tool_input_from_an_agent_is_recorded_as_text() -> None:
+    """A model's tool call whose input nests 500 levels (the codec refuses 64) is kept as its JSON
+    text, so the event can be journaled instead of failing the run at append time."""
+    from ledger.journal.codec import canonical_bytes
+    from ledger.run.agents.parsers import BuiltinParser
+    from ledger.run.process import sanitize_event
+
+    deep = "[" * 500 + "]" * 500
+    (event,) = BuiltinParser().feed_line('{"type": "tool.call", "tool": "bash", "input": ' + deep + "}")
+    kind, data = sanitize_event(event, lambda s: s)
+    assert kind == "tool.call" and isinstance(data["input"], str) and data["input"].startswith("[[[")
+    canonical_bytes({"data": data})  # journalable
+    shallow = sanitize_event(("tool.call", {"tool": "t", "input": {"a": [1, {"b": 2}]}}), lambda s: s)
+    assert shallow[1]["input"] == {"a": [1, {"b": 2}]}
