@@ -328,9 +328,10 @@ def _verify_dsse(dsse_file: str, vkey: str | None, as_json: bool) -> None:
 @click.argument("run_args", nargs=-1, metavar="[RUN]...")
 @click.option("--run", "run_opt", help="Run id or prefix (default: the whole log).")
 @click.option("-o", "--output", "--out", "out", required=True, help="File to write.")
-@click.option("--format", "fmt", type=click.Choice(["bundle", "inspect", "sqlite"]),
+@click.option("--format", "fmt", type=click.Choice(["bundle", "inspect", "atif", "sqlite"]),
               default="bundle", show_default=True,
               help="bundle: the evidence bundle; inspect: an Inspect AI log (.eval) of the run; "
+                   "atif: a folder of Harbor ATIF trajectories, one per attempt; "
                    "sqlite: an analysis database of the runs (docs/export-sqlite.md).")
 @json_option
 @pass_ctx
@@ -339,6 +340,7 @@ def export(ctx: Ctx, run_args: tuple[str, ...], run_opt: str | None, out: str, f
     """Write a self-contained evidence bundle that verifies elsewhere with the public key alone.
 
     With --format inspect, write the run as an Inspect AI log instead (one sample per attempt);
+    with --format atif, a folder of ATIF trajectories (DIR/<trial>/agent/trajectory.json each);
     with --format sqlite, the runs (RUN..., default every run) as a SQLite database of tables.
     """
     if fmt == "sqlite":
@@ -358,13 +360,25 @@ def export(ctx: Ctx, run_args: tuple[str, ...], run_opt: str | None, out: str, f
                        + ", ".join(f"{n} {k}" for k, n in info_s["rows"].items()))
         return
     if len(run_args) > 1:
-        raise UsageError("--format bundle and inspect take one RUN")
+        raise UsageError("--format bundle, inspect and atif take one RUN")
     run_arg = run_args[0] if run_args else None
-    from cli.output import output_file, write_file
+    from cli.output import output_file, output_folder, write_file
     from cli.reading import Reader
     from ledger.journal.bundle import export_bundle
     from ledger.journal.keys import load_keys
 
+    if fmt == "atif":
+        from ledger.view.write import write_atif
+
+        folder = output_folder(out)
+        info_a = write_atif(ctx.home.journal_path, run_arg or run_opt, folder,
+                            read=Reader(ctx.home, unverified=False).entries)
+        if as_json:
+            emit_json(info_a)
+        else:
+            click.echo(f"wrote {out}: {info_a['trajectories']} ATIF trajectory file(s) of run "
+                       f"{info_a['run']} ({info_a['schema_version']}, <trial>/agent/trajectory.json)")
+        return
     out = str(output_file(out))
     reader = Reader(ctx.home, unverified=False)  # what is sent elsewhere is checked first
     if fmt == "inspect":

@@ -61,3 +61,26 @@ def write_inspect(journal_path: Path, run: str | None, output: Path, *,
                     "hashes": [h.hex() for h in p.hashes]}
 
         return write_eval(report, output, proof)
+
+
+def _proof_of(journal: Journal) -> Callable[[int, int], dict[str, Any] | None]:
+    def proof(seq: int, size: int) -> dict[str, Any] | None:
+        if size > journal.size:
+            return None
+        p = journal.inclusion_proof(seq, size)
+        return {"leaf_index": p.leaf_index, "tree_size": p.tree_size,
+                "leaf_hash": p.leaf_hash.hex(), "root": p.root.hex(),
+                "hashes": [h.hex() for h in p.hashes]}
+    return proof
+
+
+def write_atif(journal_path: Path, run: str | None, output: Path, *,
+               read: Read = as_stored) -> dict[str, Any]:
+    """Write RUN's attempts as ATIF trajectories under the folder ``output``
+    (see ledger/view/atif_export.py)."""
+    from ledger.view.atif_export import write_trajectories
+    from ledger.view.model import load_report
+
+    with Journal.open(journal_path, readonly=True) as journal:
+        report = load_report(journal, run, read=read)
+        return write_trajectories(report, output, _proof_of(journal))
