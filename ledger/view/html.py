@@ -101,6 +101,11 @@ def _bars_svg(per_agent: dict[str, Any], overall: dict[str, Any]) -> str:
 def _frontier_svg(report: RunReport) -> str:
     """Score against total cost per agent; agents on the cost frontier are filled."""
     pts = report.frontier
+    costs = [row.get("cost_usd") for row in report.views["attempts"]]
+    if not any(c for c in costs) and not any(p.cost_usd for p in pts):
+        # every cost zero or missing: a chart would be one dot on a zero axis
+        return ('<p class="meta" data-testid="no-cost">no cost recorded: every attempt\'s cost is '
+                "zero or missing, so score against cost is not drawn</p>")
     if not pts:
         return '<p class="meta">no agent has a score and a cost</p>'
     width, height, pad = 420, 240, 40
@@ -251,9 +256,52 @@ def _tokens(d: AttemptDetail) -> str:
     return f"{_num(d.tokens_in)} / {_num(d.tokens_out)}"
 
 
-def _detail_json(d: AttemptDetail) -> dict[str, Any]:
+def attempt_badges(row: dict[str, Any], d: AttemptDetail) -> list[tuple[str, str, str]]:
+    """``(label, class, why)`` for each way the attempt did not run to its end: a harness failure
+    (a ``sandbox.failed`` entry, or status ``error``), an interrupted attempt (no
+    ``attempt.finished``), another status than ``completed``, a crash, a timeout, an agent error
+    (a non-zero agent exit). Empty for an attempt that completed normally."""
+    badges: list[tuple[str, str, str]] = []
+    status = row.get("status")
+    finished = [e.summary for e in d.timeline if e.kind == "attempt.finished"]
+    if any(e.kind == "sandbox.failed" for e in d.timeline):
+        badges.append(("harness failure", "bad", "the sandbox did not start (sandbox.failed); "
+                       "an infra failure, not the agent's"))
+    if status is None:
+        badges.append(("interrupted", "warn", "the attempt never finished (no attempt.finished "
+                       "entry): interrupted or still running"))
+    elif status == "error":
+        if not any(b[0] == "harness failure" for b in badges):
+            badges.append(("harness failure", "bad", "attempt finished with status error"
+                           + (f" ({finished[-1]})" if finished else "")))
+    elif status != "completed":
+        badges.append((str(status), "warn", f"attempt finished with status {status}"))
+    if row.get("crashed"):
+        badges.append(("crashed", "bad", "the agent process crashed"))
+    if row.get("timed_out"):
+        badges.append(("timeout", "bad", "the agent ran out of its time budget"))
+    if (d.exit_code not in (None, 0) and not row.get("crashed") and not row.get("timed_out")):
+        badges.append(("agent error", "bad", f"the agent exited with code {d.exit_code}"))
+    return badges
+
+
+def _badges_html(badges: Sequence[tuple[str, str, str]]) -> str:
+    return "".join(f' <span class="badge {cls}" data-badge="{_e(label)}" title="{_e(why)}">'
+                   f"{_e(label)}</span>" for label, cls, why in badges)
+
+
+def _detail_json(d: AttemptDetail, row: dict[str, Any] | None = None) -> dict[str, Any]:
     att = d.attestation
+    row = row or {}
     return {
+        "summary": {
+            "task": row.get("task", d.task), "agent": row.get("agent", d.agent),
+            "repeat": row.get("repeat", d.repeat), "try": row.get("try", d.try_no),
+            "status": row.get("status"), "passed": row.get("passed"),
+            "category": row.get("category"), "exit_code": d.exit_code,
+            "wall_s": row.get("wall_s"), "cost_usd": row.get("cost_usd"),
+            "tokens_in": d.tokens_in, "tokens_out": d.tokens_out, "activity": dict(d.activity),
+            "badges": [list(b) for b in attempt_badges(row, d)]},
         "attempt": d.attempt, "prompt": d.prompt, "patch": d.patch,
         "patch_truncated": d.patch_truncated, "diff_sha256": d.diff_sha256,
         "files": [list(f) for f in d.diff_files],
@@ -313,14 +361,21 @@ def _attempts(report: RunReport, start: int, blocks: list[str]) -> tuple[str, in
         verdict = row["attestation"] or "none"
         vcls = "ok" if verdict == "CLEAN" else "bad" if verdict == "DIRTY" else "warn"
         outcome = "passed" if row["passed"] else "failed"
+        badges = attempt_badges(row, d)
+        if badges:  # never a bare CLEAN next to an attempt that did not run to its end
+            verdict_html = (f"{_e(verdict)} <span class=meta>(attempt "
+                            f"{_e(', '.join(b[0] for b in badges))})</span>")
+        else:
+            verdict_html = _e(verdict)
         rows.append(
             f'<tr class="row" tabindex="0" aria-expanded="false" data-i="{i}" '
             f'data-attempt="{_e(row["attempt"])}"><td class=mono>{_e(row["attempt"])}</td>'
             f"<td>{_e(row['task'])}</td><td>{_e(row['agent'])}</td><td class=n>{_e(row['repeat'])}</td>"
-            f"<td class='{'ok' if row['passed'] else 'bad'}'>{outcome}</td>"
-            f"<td>{_e(row['category'] or '-')}</td><td class='{vcls}'>{_e(verdict)}</td>"
+            f"<td><span class='{'ok' if row['passed'] else 'bad'}'>{outcome}</span>"
+            f"{_badges_html(badges)}</td>"
+            f"<td>{_e(row['category'] or '-')}</td><td class='{vcls}'>{verdict_html}</td>"
             f"{_cell(row['wall_s'], None, 1)}{_cell(row['cost_usd'])}<td class=n>{_e(_tokens(d))}</td></tr>")
-        blocks.append(_json_block(f"a-{i}", _detail_json(d)))
+        blocks.append(_json_block(f"a-{i}", _detail_json(d, row)))
         i += 1
     table = ('<table id="attempts"><thead><tr><th>attempt</th><th>task</th><th>agent</th>'
              "<th class=n>repeat</th><th>outcome</th><th>failure category</th><th>attestation</th>"

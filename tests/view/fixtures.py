@@ -49,3 +49,28 @@ def write(home: Path, b: RunBuilder) -> Path:
         j.append("view.recorded", recorded_view_data(j.entries(run=b.run), b.run), run=b.run)
         j.checkpoint(load_or_init_keys(home / "keys"))
     return home
+
+
+CRASH_RUN = "r-20261201T110000Z-cccccc"
+HOST_PATH = "/home/someone/.cache/secret-venv/lib/python3.11/site.py"
+
+
+def build_crashes(run: str = CRASH_RUN) -> RunBuilder:
+    """A run with no cost recorded (zero or missing) and attempts that did not run to their end:
+    t0 completed, t1 crashed (yet CLEAN), t2 interrupted (no attempt.finished) with an attestation
+    whose scope lists host paths, t3 a harness failure (status error)."""
+    b = RunBuilder(run=run)
+    b.started([task(f"t{i}") for i in range(4)], agents=("demo",))
+    b.attempt("t0", cost_usd=0.0, attestation="CLEAN")
+    b.attempt("t1", cost_usd=None, crashed=True, attestation="CLEAN")
+    aid = b.attempt("t2", cost_usd=0.0, status=None, reads=("src/calc.py", HOST_PATH))
+    b.add("attestation", {"attempt": aid, "hash": "11" * 32, "attestation": {
+        "verdict": "CLEAN", "isolation": "sandbox", "match_count": 0, "matches": [],
+        "scope": {"worktree": "/home/someone/work/wt-1234", "read_allowlist": [HOST_PATH, "/usr"],
+                  "write_allowlist": ["/tmp"], "network_allowlist": [], "allow_dns": False},
+        "observation": {"trace": "strace", "transcript": True, "agent_started": True}}},
+          task="t2")
+    b.attempt("t3", cost_usd=0.0, status="error", error=f"worker died {HOSTILE}",
+              attestation="CLEAN")
+    b.finished()
+    return b

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from ledger.view.browser import Browser, find_chromium
-from tests.view.fixtures import HOSTILE, RUN, build, write
+from tests.view.fixtures import CRASH_RUN, HOST_PATH, HOSTILE, RUN, build, build_crashes, write
 
 pytestmark = pytest.mark.skipif(find_chromium() is None,
                                 reason="chromium is not installed (apt-get install chromium)")
@@ -109,3 +109,113 @@ def test_filter_hides_rows_that_do_not_match(browser: Browser) -> None:
         " const n = rows.filter(r => r.style.display !== 'none').length;"
         " f.value = ''; f.dispatchEvent(new Event('input')); return n; })()")
     assert visible == 6
+
+
+TABS = ["summary", "diff", "tests", "transcript", "timeline", "raw"]
+VISIBLE_PANELS = ("Array.from(document.querySelectorAll('tr.detail [role=tabpanel]'))"
+                  ".filter(p => p.offsetParent !== null).map(p => p.getAttribute('data-panel'))")
+
+
+def _open(browser: Browser, attempt: str) -> None:
+    browser.evaluate("document.querySelectorAll('tr.detail').forEach(d => "
+                     "d.previousElementSibling.click())")
+    browser.evaluate(f"document.querySelector('tr.row[data-attempt=\"{attempt}\"]').click()")
+
+
+def test_opened_attempt_is_in_tabs_one_panel_shown_at_a_time(browser: Browser) -> None:
+    """The opened attempt has six tabs (buttons, role=tab); each click shows its panel alone, with
+    aria-selected on its tab; the arrow keys move between tabs; raw holds the JSON."""
+    _open(browser, f"{RUN}/t1/beta/1/1")
+    tabs = browser.evaluate("Array.from(document.querySelectorAll('tr.detail [role=tab]'))"
+                            ".map(t => [t.tagName, t.textContent, t.getAttribute('aria-selected')])")
+    assert [t[1] for t in tabs] == TABS
+    assert {t[0] for t in tabs} == {"BUTTON"}
+    assert [t[2] for t in tabs] == ["true"] + ["false"] * 5
+    assert browser.evaluate(VISIBLE_PANELS) == ["summary"]
+    for name in TABS:
+        browser.evaluate(f"document.querySelector('tr.detail [role=tab][data-tab={name}]').click()")
+        assert browser.evaluate(VISIBLE_PANELS) == [name]
+        assert browser.evaluate("Array.from(document.querySelectorAll('tr.detail "
+                                "[aria-selected=true]')).map(t => t.textContent)") == [name]
+    raw = browser.evaluate("document.querySelector('tr.detail [data-panel=raw]').textContent")
+    assert json.loads(raw)["attempt"] == f"{RUN}/t1/beta/1/1"
+    browser.evaluate("document.querySelector('tr.detail [role=tab][data-tab=diff]').click()")
+    diff = browser.evaluate("document.querySelector('tr.detail [data-panel=diff]').innerText")
+    assert "+    return a + b" in diff
+    # keyboard: ArrowRight from diff selects and focuses tests; End goes to raw
+    browser.evaluate("(() => { const t = document.querySelector('tr.detail [data-tab=diff]');"
+                     " t.focus(); t.dispatchEvent(new KeyboardEvent('keydown',"
+                     " {key: 'ArrowRight', bubbles: true})); })()")
+    assert browser.evaluate(VISIBLE_PANELS) == ["tests"]
+    assert browser.evaluate("document.activeElement.getAttribute('data-tab')") == "tests"
+    tests_text = browser.evaluate("document.querySelector('tr.detail [data-panel=tests]')"
+                                  ".innerText")
+    assert "tests_hidden/test_h.py::f0" in tests_text and HOSTILE in tests_text
+    assert browser.evaluate("window.__pwned === undefined") is True
+    assert browser.console_errors() == []
+
+
+@pytest.fixture(scope="module")
+def crash_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    home = tmp_path_factory.mktemp("crash") / "L"
+    home.mkdir()
+    write(home, build_crashes())
+    out = home.parent / "crash.html"
+    _ledger(home, "view", "-o", str(out))
+    with Browser() as b:
+        b.load(out.as_uri())
+        yield b
+
+
+def test_crashed_interrupted_and_harness_failed_attempts_have_badges(crash_browser: Browser
+                                                                    ) -> None:
+    """Row and summary tab badge a crash, an interrupted attempt and a harness failure; their
+    CLEAN verdict never stands bare; the completed attempt has no badge."""
+    b = crash_browser
+    badges = b.evaluate(
+        "Object.fromEntries(Array.from(document.querySelectorAll('#attempts tr.row')).map(r =>"
+        " [r.getAttribute('data-attempt').split('/')[1], Array.from(r.querySelectorAll("
+        "'[data-badge]')).map(x => x.getAttribute('data-badge'))]))")
+    assert badges == {"t0": [], "t1": ["crashed"], "t2": ["interrupted"],
+                      "t3": ["harness failure"]}
+    verdicts = b.evaluate("Array.from(document.querySelectorAll('#attempts tr.row'))"
+                          ".map(r => r.children[6].textContent)")
+    assert verdicts == ["CLEAN", "CLEAN (attempt crashed)", "CLEAN (attempt interrupted)",
+                        "CLEAN (attempt harness failure)"]
+    for t, label in (("t1", "crashed"), ("t2", "interrupted"), ("t3", "harness failure")):
+        _open(b, f"{CRASH_RUN}/{t}/demo/1/1")
+        summary = b.evaluate("document.querySelector('tr.detail [data-panel=summary]').innerText")
+        assert b.evaluate("Array.from(document.querySelectorAll('tr.detail [data-panel=summary] "
+                          "[data-badge]')).map(x => x.getAttribute('data-badge'))")[0] == label
+        assert "did not run to its end" in summary
+    assert b.evaluate("window.__pwned === undefined") is True
+    assert b.console_errors() == []
+
+
+def test_summary_tab_shows_no_host_paths_raw_keeps_them(crash_browser: Browser) -> None:
+    """Host paths of the attestation scope and the timeline appear as counts or shortened in the
+    summary tab; the raw tab keeps the full data."""
+    b = crash_browser
+    _open(b, f"{CRASH_RUN}/t2/demo/1/1")
+    summary = b.evaluate("document.querySelector('tr.detail [data-panel=summary]').innerText")
+    assert "read_allowlist" in summary and "2 item(s)" in summary
+    assert "/home/someone" not in summary and HOST_PATH not in summary
+    assert "wt-1234" in summary  # the worktree, shortened to its name
+    b.evaluate("document.querySelector('tr.detail [role=tab][data-tab=raw]').click()")
+    raw = b.evaluate("document.querySelector('tr.detail [data-panel=raw]').innerText")
+    assert HOST_PATH in raw and "/home/someone/work/wt-1234" in raw
+
+
+def test_zero_cost_run_says_no_cost_recorded(crash_browser: Browser) -> None:
+    """Every cost zero or missing: the cost chart is a sentence, not a chart of one dot."""
+    b = crash_browser
+    text = b.evaluate("document.querySelector('[data-testid=no-cost]').textContent")
+    assert text.startswith("no cost recorded")
+    assert b.evaluate("document.querySelectorAll('svg[aria-label=\"score against cost\"]')"
+                      ".length") == 0
+
+
+def test_run_with_costs_draws_the_cost_chart(browser: Browser) -> None:
+    assert browser.evaluate("document.querySelectorAll('[data-testid=no-cost]').length") == 0
+    assert browser.evaluate("document.querySelectorAll('svg[aria-label=\"score against cost\"]')"
+                            ".length") == 1
