@@ -76,7 +76,7 @@ def _steps(d: AttemptDetail) -> list[dict[str, Any]]:
     items: list[tuple[int, int, Any]] = [(t.seq, 0, t) for t in turns]
     items += [(i.seq, 1, i) for i in d.transcript]
     covered_calls: dict[str, int] = {}  # calls announced by a model turn, by function
-    for seq, which, obj in sorted(items, key=lambda x: (x[0], x[1])):
+    for _seq, which, obj in sorted(items, key=lambda x: (x[0], x[1])):
         if which == 0:
             turn = obj
             step: dict[str, Any] = {"source": "agent", "message": turn.content or ""}

@@ -158,3 +158,33 @@ def test_a_bad_output_path_is_one_line_exit_2(exported: tuple[Path, Path, dict],
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.output
     assert str(target) in res.stderr
     assert list(tmp_path.iterdir()) == ([target] if case == "a-file" else [])
+
+
+def test_a_cli_agents_output_is_its_last_step_and_an_old_journal_without_prompt_validates(
+        tmp_path: Path) -> None:
+    """A CLI agent (no model calls journaled): its stdout is an agent step marked
+    `agent_output`, no model is invented, and a journal from before prompts were recorded (no
+    `agent.started.prompt`) still gives a valid trajectory that starts with the agent's steps."""
+    from tests.evaluators.builders import RunBuilder, task
+
+    run = "r-20261202T110000Z-cccccc"
+    b = RunBuilder(run=run)
+    b.started([task("t0")], agents=("cli-x",))
+    b.attempt("t0", agent="cli-x", extra=[
+        ("tool.call", {"tool": "edit", "input": "src/calc.py"}),
+        ("tool.result", {"tool": "edit", "output": "edited", "is_error": True}),
+        ("agent.output", {"stream": "stdout", "text": "All tests pass now."})])
+    b.finished()
+    home = tmp_path / "L"
+    home.mkdir()
+    write(home, b)
+    out = tmp_path / "traj"
+    res = _invoke(home, "export", "--format", "atif", run, "-o", str(out))
+    assert res.exit_code == 0, res.stderr
+    (doc,) = _load(out)
+    t = atif.Trajectory.model_validate(doc)
+    assert t.agent.name == "cli-x" and t.agent.model_name is None
+    assert t.steps[0].source == "agent" and t.steps[0].tool_calls[0].function_name == "edit"
+    assert t.steps[0].observation.results[0].extra["is_error"] is True
+    assert t.steps[-1].message == "All tests pass now."
+    assert t.steps[-1].extra["agent_output"] == "stdout"
