@@ -14,7 +14,7 @@ from cli.main import Ctx, emit_json, json_option, pass_ctx
 from cli.reading import Reader, unverified_option
 from cli.table import grid as _table
 from evaluators.compare import COMPONENTS, compare
-from evaluators.fold import UNSCORED_HARNESS_KINDS
+from evaluators.fold import KNOWN_KINDS, UNSCORED_HARNESS_KINDS
 from evaluators.registry import by_name, replay_run
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from evaluators.views import compute_views
@@ -127,8 +127,9 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
     lines += ["", f"Cost total: {_fmt(v['cost_total'])} usd"
               + (f" ({v['cost_unknown']} attempt(s) without a cost)" if v["cost_unknown"] else "")]
     counted = v["entries"]["unknown"]
-    unscored = {k: n for k, n in counted.items() if k in UNSCORED_HARNESS_KINDS}
-    unknown = {k: n for k, n in counted.items() if k not in UNSCORED_HARNESS_KINDS}
+    harness = KNOWN_KINDS | UNSCORED_HARNESS_KINDS  # documented kinds no handler of the score reads
+    unscored = {k: n for k, n in counted.items() if k in harness}
+    unknown = {k: n for k, n in counted.items() if k not in harness}
     if unscored:
         lines.append("Harness entries the score does not read: "
                      + ", ".join(f"{k} x{n}" for k, n in unscored.items()))

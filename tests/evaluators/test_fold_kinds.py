@@ -29,8 +29,11 @@ def test_report_names_the_http_agents_model_turns_as_harness_entries() -> None:
     b.started([task("t1")])
     b.attempt("t1", hidden=(1, 0, 0))
     b.add("model.request", {"step": 1})
+    b.add("grading", {"isolation": "sandbox"})  # documented, read by no handler of the score
     b.add("future.kind", {"x": 1})
     b.finished()
     text = render_report(compute_views(b.entries, b.run), None, False)
-    assert "Harness entries the score does not read: model.request x1" in text
+    assert "Harness entries the score does not read: " in text
+    line = next(x for x in text.splitlines() if x.startswith("Harness entries"))
+    assert "model.request x1" in line and "grading x1" in line
     assert "Ignored entries of unknown kinds: future.kind x1" in text
