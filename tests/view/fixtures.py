@@ -58,7 +58,8 @@ HOST_PATH = "/home/someone/.cache/secret-venv/lib/python3.11/site.py"
 def build_crashes(run: str = CRASH_RUN) -> RunBuilder:
     """A run with no cost recorded (zero or missing) and attempts that did not run to their end:
     t0 completed, t1 crashed (yet CLEAN), t2 interrupted (no attempt.finished) with an attestation
-    whose scope lists host paths, t3 a harness failure (status error)."""
+    whose scope lists host paths, t3 a harness failure (status error),
+    t4 a sandbox that did not start (sandbox.failed)."""
     b = RunBuilder(run=run)
     b.started([task(f"t{i}") for i in range(4)], agents=("demo",))
     b.attempt("t0", cost_usd=0.0, attestation="CLEAN")
@@ -72,5 +73,8 @@ def build_crashes(run: str = CRASH_RUN) -> RunBuilder:
           task="t2")
     b.attempt("t3", cost_usd=0.0, status="error", error=f"worker died {HOSTILE}",
               attestation="CLEAN")
+    b.attempt("t4", cost_usd=None, status="error", error="sandbox failed", hidden=None,
+              extra=[("sandbox.failed", {"stage": "start", "backend": "bwrap",
+                                         "message": "bwrap: setting up uid map: Permission denied"})])
     b.finished()
     return b

@@ -177,11 +177,11 @@ def test_crashed_interrupted_and_harness_failed_attempts_have_badges(crash_brows
         " [r.getAttribute('data-attempt').split('/')[1], Array.from(r.querySelectorAll("
         "'[data-badge]')).map(x => x.getAttribute('data-badge'))]))")
     assert badges == {"t0": [], "t1": ["crashed"], "t2": ["interrupted"],
-                      "t3": ["harness failure"]}
+                      "t3": ["harness failure"], "t4": ["harness failure"]}
     verdicts = b.evaluate("Array.from(document.querySelectorAll('#attempts tr.row'))"
                           ".map(r => r.children[6].textContent)")
     assert verdicts == ["CLEAN", "CLEAN (attempt crashed)", "CLEAN (attempt interrupted)",
-                        "CLEAN (attempt harness failure)"]
+                        "CLEAN (attempt harness failure)", "none (attempt harness failure)"]
     for t, label in (("t1", "crashed"), ("t2", "interrupted"), ("t3", "harness failure")):
         _open(b, f"{CRASH_RUN}/{t}/demo/1/1")
         summary = b.evaluate("document.querySelector('tr.detail [data-panel=summary]').innerText")

@@ -45,6 +45,8 @@ def test_rows_badge_crashed_interrupted_and_harness_failed_attempts(tmp_path: Pa
         assert "CLEAN <span class=meta>(attempt " in rows[t]
     assert "<td class='ok'>CLEAN</td>" in rows["t0"]
     assert [b[0] for b in _block(page, 3)["summary"]["badges"]] == ["harness failure"]
+    assert re.findall(r'data-badge="([^"]+)"', rows["t4"]) == ["harness failure"]
+    assert "sandbox.failed" in _block(page, 4)["summary"]["badges"][0][2]
     assert _block(page, 2)["summary"]["status"] is None
 
 
