@@ -79,16 +79,16 @@ def benchmark(n: int, rounds: int, tmp: Path) -> dict[str, Any]:
         verify_t.append(t)
         log(f"round {r + 1}: verify {t:.2f} s")
         with Journal.open(home / "journal.db") as j:
-            t, res = _time(lambda: publish(j, out, keys))
+            t, res = _time(lambda j=j, out=out: publish(j, out, keys))
         publish_t.append(t)
         files = len(res.written)
         log(f"round {r + 1}: publish {t:.2f} s ({files} files)")
         with Journal.open(home / "journal.db", harness=True) as j:
             j.append_many([(KIND, data[i % len(data)], RUN_ID, TASK_ID) for i in range(1000)])
-            t, res = _time(lambda: publish(j, out, keys))
+            t, res = _time(lambda j=j, out=out: publish(j, out, keys))
         incr_t.append(t)
         log(f"round {r + 1}: incremental publish of 1,000 entries {t * 1000:.0f} ms ({len(res.written)} files)")
-        t, rep = _time(lambda: check_log(DirSource(out), keys.verifier, remember=False))
+        t, rep = _time(lambda out=out: check_log(DirSource(out), keys.verifier, remember=False))
         assert rep.ok and rep.size == res.size, rep.findings
         monitor_t.append(t)
         log(f"round {r + 1}: monitor {t:.2f} s ({rep.entries} entries)")

@@ -150,7 +150,7 @@ def heavy(home: LedgerHome, folder: Path, rounds: int) -> dict[str, Any]:
             "agent_s_median_untraced": round(wall_n, 3),
             "agent_s_ratio": round(wall_t / wall_n, 3),
             "agent_s_ratio_per_round": [round(t["agent_s"] / u["agent_s"], 3)
-                                        for t, u in zip(traced, plain)],
+                                        for t, u in zip(traced, plain, strict=True)],
             "agent_s_ratio_target": 1.25,
             "agent_s_ratio_ok": wall_t / wall_n <= 1.25,
             "journal_bytes_traced": round(bytes_t),

@@ -218,11 +218,10 @@ def check_tree(source: Source, cp: Checkpoint, prior: Verified | None = None
     for (i, w), rel, data in zip(specs0, brels, bundles, strict=True):
         slots = layout.split_bundle(_need(data, rel, "entry-bundle"), w, rel)
         tile = leaves[i * layout.TILE_BYTES:i * layout.TILE_BYTES + w * HASH_SIZE]
-        if not any(s[:1] == b"\x00" for s in slots):
-            if b"".join(leaf_hashes(slots)) == tile:
-                bodies.extend(slots)
-                marks.extend([None] * w)
-                continue
+        if not any(s[:1] == b"\x00" for s in slots) and b"".join(leaf_hashes(slots)) == tile:
+            bodies.extend(slots)
+            marks.extend([None] * w)
+            continue
         for j, raw in enumerate(slots):
             seq = (i << layout.TILE_HEIGHT) + j
             want = tile[j * HASH_SIZE:(j + 1) * HASH_SIZE]
@@ -379,7 +378,7 @@ def _runs_and_views(entries: Sequence[Entry | None], marks: Sequence[layout.Slot
             kinds = withheld.setdefault(m.run, {})
             kinds[str(m.kind)] = kinds.get(str(m.kind), 0) + 1
     run_replay = replay or replay_run
-    for run, recorded in views.items():
+    for run in views:
         if changed is not None and run not in changed:
             continue
         # a view counts every entry of its run (unknown kinds too): any withheld one blocks it

@@ -28,7 +28,13 @@ from ledger.errors import MalformedInput, UsageError, VerificationError
 from ledger.journal import merkle
 from ledger.journal.codec import decode_entries_trusted
 from ledger.journal.journal import Journal
-from ledger.journal.note import Checkpoint, Verifier, merge_signatures, open_checkpoint, sign_checkpoint
+from ledger.journal.note import (
+    Checkpoint,
+    Verifier,
+    merge_signatures,
+    open_checkpoint,
+    sign_checkpoint,
+)
 from ledger.journal.tiles import HASH_SIZE, hash_up
 from ledger.publish import layout
 

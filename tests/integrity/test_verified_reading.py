@@ -21,7 +21,6 @@ from cli.main import cli
 from ledger.journal.journal import Journal
 from tests.run.minitasks import make_ledger
 
-
 # The flipped byte is caught by the root check (its leaf recomputed from the body) or by the leaf
 # check (its leaf read from the stored tree), depending on where the run's entries fall in the
 # tree's stored levels; either names the failed check.

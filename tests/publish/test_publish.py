@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import UsageError, VerificationError
+from ledger.errors import MalformedInput, UsageError, VerificationError
 from ledger.journal import merkle
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing, init_keys
@@ -30,7 +30,7 @@ def test_tile_paths_follow_the_spec_examples() -> None:
     assert layout.tile_path(0, 1234067) == "tile/0/x001/x234/067"
     assert layout.tile_path(2, 5, 17) == "tile/2/005.p/17"
     assert layout.bundle_path(1234067, 3) == "tile/entries/x001/x234/067.p/3"
-    with pytest.raises(Exception):
+    with pytest.raises(MalformedInput, match="tile level must be"):
         layout.tile_path(64, 0)
 
 

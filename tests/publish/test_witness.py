@@ -186,8 +186,7 @@ def test_publish_refuses_a_witness_answer_that_is_not_its_cosignature(ledger: Pa
 
         return 200, cosignature_line(parse_note(note)[0], other.name, other.seed, 1)
 
-    with Journal.open(ledger) as j:
-        with pytest.raises(Exception, match="holds no valid cosignature"):
-            publish(j, tmp_path / "pub", keys, witnesses=[("http://127.0.0.1:9", w1.verifier)], submit=fake_submit)
+    with Journal.open(ledger) as j, pytest.raises(Exception, match="holds no valid cosignature"):
+        publish(j, tmp_path / "pub", keys, witnesses=[("http://127.0.0.1:9", w1.verifier)], submit=fake_submit)
     assert not (tmp_path / "pub" / "checkpoint").exists()
     assert isinstance(w1.verifier, Verifier)
