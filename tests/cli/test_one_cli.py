@@ -128,3 +128,24 @@ def test_every_command_is_in_the_cli_doc_with_its_options() -> None:
         rows = [line for line in doc.splitlines() if line.startswith(f"| `ledger {name}")]
         documented = set(re.findall(r"(--[a-z][a-z-]+)", "\n".join(rows)))
         assert options <= documented | {"--out", "--run"}, (name, sorted(options - documented))
+
+
+def _every_command() -> list[list[str]]:
+    out = []
+    for name, cmd in sorted(cli.all_commands().items()):  # type: ignore[attr-defined]
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            out += [[name, s] for s in sorted(subs)]
+        out.append([name])
+    return out
+
+
+@pytest.mark.parametrize("argv", _every_command(), ids=lambda a: " ".join(a))
+def test_every_command_exits_2_on_an_unknown_option(home: Path, argv: list[str]) -> None:
+    """Every command and subcommand: an unknown option is a usage error, exit 2, with no
+    traceback, and `--help` is exit 0 with a description."""
+    code, _out, err = invoke(home, *argv, "--definitely-not-an-option")
+    assert code == 2, (argv, err)
+    assert "Traceback" not in err and "definitely-not-an-option" in err
+    res = CliRunner().invoke(cli, [*argv, "--help"])
+    assert res.exit_code == 0 and "Usage:" in res.stdout and len(res.stdout.splitlines()) > 3
