@@ -84,15 +84,19 @@ def append(ctx: Ctx, kind: str | None, run_id: str | None, task_id: str | None,
 
 
 @click.command()
-@click.option("--run", "run_id", help="Only this run (id or unique prefix).")
+@click.argument("run_arg", required=False, metavar="[RUN]")
+@click.option("--run", "run_id", help="Only this run (id or unique prefix; the same as RUN).")
 @click.option("--task", "task_id", help="Only this task.")
 @click.option("--kind", help="Only this entry kind.")
 @click.option("--raw", is_flag=True, help="With --json: add the stored entry bytes (base64).")
 @json_option
 @pass_ctx
-def log(ctx: Ctx, run_id: str | None, task_id: str | None, kind: str | None, raw: bool,
-        as_json: bool) -> None:
-    """Print the raw events of the journal."""
+def log(ctx: Ctx, run_arg: str | None, run_id: str | None, task_id: str | None, kind: str | None,
+        raw: bool, as_json: bool) -> None:
+    """Print the raw events of the journal (of RUN only, when given)."""
+    if run_arg and run_id and run_arg != run_id:
+        raise UsageError("name the run once: RUN or --run")
+    run_id = run_arg or run_id
     with open_journal(ctx, readonly=True) as j:
         run = j.resolve_run(run_id) if run_id else None
         for e in j.entries(run=run, task=task_id, kind=kind):

@@ -149,3 +149,13 @@ def test_every_command_exits_2_on_an_unknown_option(home: Path, argv: list[str])
     assert "Traceback" not in err and "definitely-not-an-option" in err
     res = CliRunner().invoke(cli, [*argv, "--help"])
     assert res.exit_code == 0 and "Usage:" in res.stdout and len(res.stdout.splitlines()) > 3
+
+
+def test_log_takes_the_run_as_every_other_command_does(home: Path) -> None:
+    """`ledger log RUN` (a prefix) is `ledger log --run RUN`; naming two different runs is exit 2."""
+    code, by_arg, _ = invoke(home, "log", RUN[:12], "--json")
+    assert code == 0 and by_arg
+    code, by_opt, _ = invoke(home, "log", "--run", RUN, "--json")
+    assert code == 0 and by_arg == by_opt
+    code, _out, err = invoke(home, "log", RUN, "--run", "r-other")
+    assert code == 2 and "name the run once" in err
