@@ -236,12 +236,14 @@ def _show_costs(ledger_dir: Path, pricing_file: str | None, as_json: bool) -> in
 
 
 def _compare(ctx: Ctx, refs: tuple[str, ...], out_dir: Path, as_json: bool) -> int:
+    from cli.reading import Reader
     from cli.table import grid as _grid
     from ledger.bench.compare import compare_runs
 
     journal = _journal(ctx)
+    reader = Reader(ctx.home, unverified=False)  # the leaderboards shown are verified first
     try:
-        d = compare_runs(refs, journal, out_dir)
+        d = compare_runs(refs, journal, out_dir, reader.entries)
     finally:
         if journal is not None:
             journal.close()

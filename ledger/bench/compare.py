@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from evaluators.leaderboard import export_v2, leaderboard_from_entries
 from ledger.errors import MalformedInput, NotFound, UsageError
+from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 
 # The report files `ledger bench` writes (cli/bench_report.py): benchmark-NNN-<slug>.md|json
@@ -56,7 +57,15 @@ def load_export_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_run(ref: str, journal: Journal | None, out_dir: Path) -> dict[str, Any]:
+Read = Callable[[Journal, str], Iterable[Entry]]
+"""How a run's entries are read: verified first (cli/reading.py ``Reader.entries``), or as stored."""
+
+
+def _as_stored(journal: Journal, run: str) -> Iterable[Entry]:
+    return journal.entries(run=run)
+
+
+def load_run(ref: str, journal: Journal | None, out_dir: Path, read: Read = _as_stored) -> dict[str, Any]:
     """The v2.0 export of a bench run named by ``ref`` (see the module docstring)."""
     path = Path(ref)
     if ref.endswith(".json") and path.is_file():
@@ -68,7 +77,7 @@ def load_run(ref: str, journal: Journal | None, out_dir: Path) -> dict[str, Any]
         if len(matches) > 1:
             raise NotFound(f"bench run prefix {ref!r} is ambiguous: {', '.join(matches[:5])}")
         if matches:
-            return export_v2(leaderboard_from_entries(journal.entries(run=matches[0])))
+            return export_v2(leaderboard_from_entries(read(journal, matches[0])))
     for number, p in _report_files(out_dir):
         m = REPORT_NAME.match(p.name)
         assert m is not None
@@ -77,12 +86,13 @@ def load_run(ref: str, journal: Journal | None, out_dir: Path) -> dict[str, Any]
     raise NotFound(f"no bench run or report matches {ref!r} (journal, or {out_dir}/)")
 
 
-def default_pair(journal: Journal | None, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def default_pair(journal: Journal | None, out_dir: Path, read: Read = _as_stored
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The last two bench runs, older first."""
     runs = _journal_bench_runs(journal)
     if len(runs) >= 2 and journal is not None:
-        return (export_v2(leaderboard_from_entries(journal.entries(run=runs[1]))),
-                export_v2(leaderboard_from_entries(journal.entries(run=runs[0]))))
+        return (export_v2(leaderboard_from_entries(read(journal, runs[1]))),
+                export_v2(leaderboard_from_entries(read(journal, runs[0]))))
     files = _report_files(out_dir)
     if len(files) >= 2:
         return load_export_file(files[1][1]), load_export_file(files[0][1])
@@ -130,11 +140,13 @@ def compare_exports(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any
             "agents": agents, "only_in_a": only_a, "only_in_b": only_b, "warnings": warnings}
 
 
-def compare_runs(refs: tuple[str, ...], journal: Journal | None, out_dir: Path) -> dict[str, Any]:
+def compare_runs(refs: tuple[str, ...], journal: Journal | None, out_dir: Path,
+                 read: Read = _as_stored) -> dict[str, Any]:
+    """The leaderboards of two bench runs compared; runs in the journal are read through ``read``."""
     if len(refs) == 0:
-        a, b = default_pair(journal, out_dir)
+        a, b = default_pair(journal, out_dir, read)
     elif len(refs) == 2:
-        a, b = load_run(refs[0], journal, out_dir), load_run(refs[1], journal, out_dir)
+        a, b = load_run(refs[0], journal, out_dir, read), load_run(refs[1], journal, out_dir, read)
     else:
         raise UsageError("--compare takes no run ids (the last two runs) or exactly two")
     return compare_exports(a, b)

@@ -302,3 +302,27 @@ def test_ledger_replay_reproduces_a_bench_run(env: BenchEnv) -> None:
     assert "reproduced: the bench leaderboard" in res.stdout
     res = CliRunner().invoke(cli, ["--ledger", str(env.ledger), "replay", "--json"])
     assert json.loads(res.stdout)["reproduced"] is True
+
+
+def test_compare_refuses_a_tampered_bench_run(env: BenchEnv) -> None:
+    """The leaderboards `--compare` shows are verified first: with one byte of a bench run's
+    response changed in the database (triggers dropped), it exits 1 naming the failed check."""
+    import sqlite3
+
+    env.fakes(claude=GOOD)
+    assert env.bench("--prompt", "Write add(a, b)", "--judge", "offline")[0] == 0
+    assert env.bench("--prompt", "Write sub(a, b)", "--judge", "offline")[0] == 0
+    assert env.bench("--compare", "--json")[0] == 0
+    victim = next(e for e in env.entries("bench.response"))
+    key = b"\xa6status\xa2ok"
+    assert victim.raw.count(key) == 1
+    c = sqlite3.connect(env.ledger / "journal.db")
+    for (name,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        c.execute(f"DROP TRIGGER {name}")
+    c.execute("UPDATE entries SET body = ? WHERE seq = ?",
+              (victim.raw.replace(key, b"\xa6status\xa2OK"), victim.seq))
+    c.commit()
+    c.close()
+    code, out, err = env.bench("--compare", "--json")
+    assert code == 1 and out == "", err
+    assert "checkpoint-journal" in err or "leaf-hash" in err
