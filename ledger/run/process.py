@@ -560,7 +560,7 @@ def run_agent_process(
     marker = f"{ctx.attempt_id}#{secrets.token_hex(6)}"
     clean = make_cleaner(inv.secrets, capture_filter)
 
-    from ledger.sandbox.limits import DEFAULTS, DiskWatch, Enforcement
+    from ledger.sandbox.limits import DEFAULTS, DiskWatch, Enforcement, spawning
 
     trace_dir: Path | None = None
     log_path: Path | None = None
@@ -617,20 +617,28 @@ def run_agent_process(
 
     out = _Stream(output_limit, on_line if parser is not None or watch is not None else None)
     err = _Stream(output_limit, watch.line if watch is not None else None)
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        proc = subprocess.Popen(
-            argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-            pass_fds=(*(start_status.pass_fds if start_status is not None else ()), *child_fds),
-            preexec_fn=enforcement.preexec,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
+        with spawning():  # a stop arriving during the fork is raised after it, not lost
+            proc = subprocess.Popen(
+                argv, cwd=ctx.worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+                pass_fds=(*(start_status.pass_fds if start_status is not None else ()), *child_fds),
+                preexec_fn=enforcement.preexec,
+            )
+    except BaseException as exc:
+        if proc is not None:  # started, then stopped before the run's own clean-up took over
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         if trace_dir is not None:
             shutil.rmtree(trace_dir, ignore_errors=True)
         if start_status is not None:
             start_status.close()
         _close_fds(pipes)
         enforcement.close()
+        if proc is not None or not isinstance(exc, OSError | subprocess.SubprocessError):
+            raise
         why = getattr(exc, "strerror", None) or exc
         raise UsageError(f"cannot start agent {inv.argv[0]!r}: {why}") from None
     if start_status is not None:

@@ -46,7 +46,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -561,3 +561,34 @@ class DiskWatch:
 
 __all__ = ["DEFAULTS", "KEYS", "CgroupSupport", "DiskWatch", "Enforcement", "Limits",
            "cgroup_support", "disk_usage", "parse_limits", "resolve_limits"]
+
+
+class _Deferral:
+    """A stop signal that arrives while a process is being spawned with a ``preexec_fn``: CPython
+    then runs Python at-fork callbacks in the parent, and an exception raised by a signal
+    handler inside one is printed and lost, so a cancelled attempt would go on."""
+
+    depth = 0
+    pending: Callable[[], None] | None = None
+
+
+def defer_stop(raise_later: Callable[[], None]) -> bool:
+    """For a stop signal's handler: True (``raise_later`` kept) while ``spawning`` is active."""
+    if _Deferral.depth:
+        _Deferral.pending = raise_later
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Around ``subprocess.Popen(..., preexec_fn=...)``: a stop signal arriving meanwhile is
+    raised when the spawn has returned (the caller kills what it started)."""
+    _Deferral.depth += 1
+    try:
+        yield
+    finally:
+        _Deferral.depth -= 1
+        if not _Deferral.depth and _Deferral.pending is not None:
+            pending, _Deferral.pending = _Deferral.pending, None
+            pending()

@@ -67,16 +67,25 @@ def run_command(
     channel's write end, ``ledger.sandbox.outcomes``; a sandbox's status pipe). ``preexec`` runs
     between fork and exec (``Enforcement.preexec``: the limits' cgroups and rlimits).
     """
+    from ledger.sandbox.limits import spawning
+
     start = time.perf_counter()
     sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
+        proc: subprocess.Popen[bytes] | None = None
         try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
-                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=tuple(pass_fds), preexec_fn=preexec,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
+            with spawning():  # a stop arriving during the fork is raised after it, not lost
+                proc = subprocess.Popen(
+                    list(argv), cwd=cwd if cwd.is_dir() else None, env=dict(env),
+                    stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                    start_new_session=True, pass_fds=tuple(pass_fds), preexec_fn=preexec,
+                )
+        except BaseException as exc:
+            if proc is not None:
+                _kill_group(proc)
+                raise
+            if not isinstance(exc, OSError | subprocess.SubprocessError):
+                raise
             if output is not None:
                 Path(output).write_text(
                     f"cannot start {argv[0]}: {getattr(exc, 'strerror', None) or exc}\n")

@@ -151,8 +151,12 @@ def _replayed(home: Path, run_id: str) -> Any:
 
 
 def _recorded_view(home: Path, run_id: str) -> dict[str, Any]:
-    views = [e for e in _entries(home, run_id) if e.kind == "view.recorded"]
-    assert views, "the run recorded no view"
+    """The golden view the run recorded (the statistics view is recorded after it)."""
+    from evaluators.views import EVALUATOR_NAME
+
+    views = [e for e in _entries(home, run_id)
+             if e.kind == "view.recorded" and e.data.get("evaluator") == EVALUATOR_NAME]
+    assert views, "the run recorded no golden view"
     return dict(views[-1].data["view"])
 
 

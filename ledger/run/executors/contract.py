@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from ledger.run.contracts import AttemptEvent, AttemptPlan
+from ledger.sandbox.limits import defer_stop
 
 DEFAULT_RUNNER = "ledger.run.attempt:run_attempt"
 # Stop one attempt, keep the worker: SIGUSR1 (cancelled), SIGUSR2 (interrupted).
@@ -127,6 +128,8 @@ class Stopper:
         if signum == signal.SIGTERM:
             self.leaving = True
         if self.armed or (self.idle and self.leaving):
+            if defer_stop(lambda: self.handler(signum, _frame)):
+                return  # raised when the process being spawned has started (limits.spawning)
             self.armed = self.idle = False
             raise AttemptStopped(status)
 
