@@ -70,8 +70,11 @@ ATTACKERS = {
             print(f"MemoryError after {len(chunks) * 64} MiB", flush=True)
     """,
     "disk-filler": """
-        print("disk filler: writing 16 files of 32 MiB in the worktree", flush=True)
-        for i in range(16):
+        import time
+        # 64 files, a pause after each: it outlasts the disk watch's sampling (0.25 s), so a
+        # limit that works stops it, and one that does not lets it print "wrote all 64"
+        print("disk filler: writing 64 files of 32 MiB in the worktree", flush=True)
+        for i in range(64):
             try:
                 with open(f"fill-{i}.bin", "wb") as f:
                     for _ in range(32):
@@ -79,7 +82,8 @@ ATTACKERS = {
                 print(f"wrote file {i}", flush=True)
             except OSError as exc:
                 print(f"file {i}: {exc.strerror}", flush=True)
-        print("wrote all 16", flush=True)
+            time.sleep(0.1)
+        print("wrote all 64", flush=True)
     """,
     "tiny-files": """
         import os
@@ -212,9 +216,9 @@ def test_memory_hog_is_stopped_by_the_memory_limit(attacked: Run) -> None:
 def test_disk_filler_is_stopped_by_the_file_size_and_disk_limits(attacked: Run) -> None:
     """Every file stops at the 8 MiB file size limit and the agent is stopped past 48 MiB."""
     out = attacked.stdout("disk-filler")
-    assert "disk filler: writing 16 files" in out
+    assert "disk filler: writing 64 files" in out
     assert "file 0: File too large" in out  # RLIMIT_FSIZE: EFBIG (Python ignores SIGXFSZ)
-    assert "wrote all 16" not in out
+    assert "wrote all 64" not in out
     assert "disk" in attacked.hits("disk-filler")
 
 
