@@ -12,6 +12,8 @@ can tell an agent that ran from one that died at sandbox start.
              operator's $HOME itself, ``relative`` run as ``cmd:./agents/<file>`` from the cwd)
     interp   ``cmd:<interp> <path>``: the script is an argument (no exec bit)
     venv     a console script in a fresh virtualenv's ``bin/`` (``#!<venv>/bin/python``)
+    user     a ``pip install --user`` console script: ``~/.local/bin/<name>`` importing its
+             module from ``~/.local/lib/pythonX.Y/site-packages`` of the operator's home
     static   a static C binary built with ``gcc -static``
 """
 
@@ -43,7 +45,8 @@ cat > mathx/ops.py <<'PYEOF'
 
 _PY = """\
 import os
-print("SHAPE-RAN {name}", "pyenv=" + os.environ.get("PYENV_ROOT", "-"), flush=True)
+print("SHAPE-RAN {name}", "pyenv=" + os.environ.get("PYENV_ROOT", "-"),
+      "asdf=" + os.environ.get("ASDF_DIR", "-"), flush=True)
 open("mathx/ops.py", "w").write({clamp!r})
 """
 
@@ -74,7 +77,8 @@ int main(void) {
 class Shape:
     name: str
     kind: str  # script | interp | venv | static (see the module docstring)
-    interpreter: str = ""  # the #! line (script, venv), or the program (interp)
+    interpreter: str = ""  # the #! line (script, venv), or the program (interp); ``{asdf}``
+    # is the fake asdf installation the test builds
     language: str = "sh"  # sh | py | node
     where: str = "agents"  # agents | tmp | home | relative
     proves: str = ""  # a word the marker line must also carry
@@ -113,4 +117,15 @@ SHAPES = (
     Shape("cmd-python3-script", "interp", "python3", "py", proves="pyenv=/"),
     Shape("node-shells-out-to-python3", "script", language="node", proves="from-python3 pyenv=/"),
     Shape("static-binary", "static"),
+    Shape("cmd-asdf-shim-script", "interp", "{asdf}/shims/python3", "py", proves="asdf=/"),
+    Shape("asdf-shim-shebang", "script", "{asdf}/shims/python3", "py", proves="asdf=/"),
 )
+
+USER_MODULE = """\
+import os
+
+
+def main():
+    print("SHAPE-RAN {name}", "user-site=" + os.path.dirname(__file__), flush=True)
+    open("mathx/ops.py", "w").write({clamp!r})
+"""

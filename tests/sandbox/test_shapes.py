@@ -10,6 +10,7 @@ marker in the journal), passed and stayed CLEAN, in a bubblewrap sandbox.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -60,6 +61,45 @@ exec "{root}/libexec/pyenv" exec "python3" "$@"
     return root / "shims"
 
 
+def fake_asdf(root: Path) -> Path:
+    """An asdf-style installation at ``root`` (``bin/asdf``, ``shims/``, ``installs/``): its
+    ``python3`` shim runs ``asdf exec``, which finds the version under ``installs/``."""
+    version = "fake-3.11"
+    bin_dir = root / "installs" / "python" / version / "bin"
+    bin_dir.mkdir(parents=True)
+    (root / "shims").mkdir()
+    (root / "version").write_text(version + "\n")
+    _exe(bin_dir / "python3", f'#!/bin/sh\nexec {REAL_PYTHON} "$@"\n')
+    (root / "bin").mkdir()
+    _exe(root / "bin" / "asdf", """#!/bin/sh
+set -e
+[ "$1" = exec ] || { echo "asdf: only exec is faked" >&2; exit 1; }
+shift
+program="$1"; shift
+exec "$ASDF_DIR/installs/python/$(cat "$ASDF_DIR/version")/bin/$program" "$@"
+""")
+    _exe(root / "shims" / "python3", f"""#!/bin/sh
+export ASDF_DIR="{root}"
+exec "{root}/bin/asdf" exec python3 "$@"
+""")
+    return root
+
+
+def _user_script(shape: Shape, home: Path) -> tuple[str, str]:
+    """A ``pip install --user`` console script in the operator's ``~/.local``."""
+    from tests.sandbox.shapes import CLAMP, USER_MODULE
+
+    pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = home / ".local" / "lib" / pyver / "site-packages"
+    site.mkdir(parents=True, exist_ok=True)
+    module = shape.name.replace("-", "_")
+    (site / f"{module}.py").write_text(USER_MODULE.format(name=shape.name, clamp=CLAMP))
+    prog = home / ".local" / "bin" / shape.name
+    prog.parent.mkdir(parents=True, exist_ok=True)
+    _exe(prog, f"#!{REAL_PYTHON}\nimport sys\nfrom {module} import main\nsys.exit(main())\n")
+    return f"cmd:{prog}", str(prog)
+
+
 def _exe(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
@@ -83,6 +123,11 @@ def _build(shape: Shape, tmp: Path, home: Path, cleanup: list[Path]) -> tuple[st
     stem = f"{shape.name}-{uuid.uuid4().hex[:6]}" if shape.where == "tmp" else shape.name
     if shape.kind == "static":
         return _static_binary(shape, tmp, agents)
+    if shape.kind == "user":
+        return _user_script(shape, home)
+    if "{asdf}" in shape.interpreter:
+        shape = dataclasses.replace(
+            shape, interpreter=shape.interpreter.replace("{asdf}", str(tmp / "asdf")))
     if shape.kind == "venv":
         venv = tmp / "venv"
         subprocess.run([REAL_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True,
@@ -158,6 +203,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
     (home / "private-note.txt").write_text("operator's own file\n")
     (tmp / "agents").mkdir()
     shims = fake_pyenv(tmp / "pyenv")
+    fake_asdf(tmp / "asdf")
     cleanup: list[Path] = []
     specs: list[str] = []
     spec_of: dict[str, str] = {}
