@@ -31,7 +31,7 @@ the digests nor the counts can be changed after the fact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,6 +244,35 @@ def _path_forms(label: str, kind: str, root: str | None, public_suffixes: set[st
     return forms
 
 
+def _add_windows(toks: Sequence[str], window: int, cand_windows: set[tuple[str, ...]],
+                 cand_context: set[tuple[str, ...]]) -> int:
+    """Add every window of ``toks`` to the candidates (trivial ones to the context); return
+    how many were trivial."""
+    trivial = 0
+    for i in range(len(toks) - window + 1):
+        w = tuple(toks[i : i + window])
+        if dg.is_trivial(w):
+            trivial += 1
+            cand_context.add(w)
+        else:
+            cand_windows.add(w)
+    return trivial
+
+
+def _public_windows(public_texts: Iterable[Sequence[str]], window: int,
+                    cand_windows: set[tuple[str, ...]], cand_context: set[tuple[str, ...]],
+                    ) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """The candidate windows (and context windows) that some public text holds too."""
+    public_windows: set[tuple[str, ...]] = set()
+    public_context: set[tuple[str, ...]] = set()
+    for toks in public_texts:
+        if len(toks) >= window:
+            shifted = [toks[k:] for k in range(window)]
+            public_windows.update(cand_windows.intersection(zip(*shifted, strict=False)))
+            public_context.update(cand_context.intersection(zip(*shifted, strict=False)))
+    return public_windows, public_context
+
+
 def build_commitment(
     material: Sequence[tuple[str, bytes]],
     *,
@@ -286,13 +315,7 @@ def build_commitment(
         total_tokens += len(toks)
         if len(toks) < window:
             short += 1
-        for i in range(len(toks) - window + 1):
-            w = tuple(toks[i : i + window])
-            if dg.is_trivial(w):
-                trivial += 1
-                cand_context.add(w)
-            else:
-                cand_windows.add(w)
+        trivial += _add_windows(toks, window, cand_windows, cand_context)
         if not dg.is_trivial(toks):
             cand_files[tuple(toks)] = None
         if kind in FILE_KINDS:
@@ -300,13 +323,7 @@ def build_commitment(
     if has_hidden and root is not None:
         path_forms.add(("abs", f"{dg.normalize_path(root)}/task.md"))
 
-    public_windows: set[tuple[str, ...]] = set()
-    public_context: set[tuple[str, ...]] = set()
-    for toks in public_texts:
-        if len(toks) >= window:
-            shifted = [toks[k:] for k in range(window)]
-            public_windows.update(cand_windows.intersection(zip(*shifted, strict=False)))
-            public_context.update(cand_context.intersection(zip(*shifted, strict=False)))
+    public_windows, public_context = _public_windows(public_texts, window, cand_windows, cand_context)
     secret_windows = cand_windows - public_windows
     secret_context = cand_context - public_context
     public_files = [f for f in cand_files if f in public_whole]
