@@ -12,6 +12,8 @@
     +-- JournalConflict              a write the journal refused (duplicate seq, concurrent writer lost)
     +-- JournalUnreadable            the journal file became unreadable, or was replaced, while open
     +-- NothingToRun                 no agent could run at all: exit 3
+    |   +-- EngineUnavailable        a task needs a container and no engine runs one here
+    +-- EngineFailed                 a container engine command failed (build, pull, run): exit 3
 
 Callers catch LedgerError at the CLI boundary only; library code raises the most specific leaf.
 """
@@ -112,5 +114,15 @@ class JournalUnreadable(LedgerError):
 
 class NothingToRun(LedgerError):
     """No agent could run at all."""
+
+    exit_code = 3
+
+
+class EngineUnavailable(NothingToRun):
+    """A task needs a container and no container engine can run one on this machine."""
+
+
+class EngineFailed(LedgerError):
+    """A container engine command failed: a build, a pull, an inspect, a run (the message names it)."""
 
     exit_code = 3
