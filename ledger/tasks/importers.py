@@ -321,33 +321,53 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
-def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
-    name = src.name
+def _tree_refusal(src: Path) -> str | None:
+    """Why the folder is refused before a single file of it is read (a link, a FIFO), or None.
 
-    def skip(reason: str) -> Imported:
-        return Imported(name, False, reason)
-
-    # The folder is data: nothing in it is followed out of it. A link (to the operator's keys, to
-    # another task) or a FIFO anywhere refuses the task before a single file of it is read.
+    The folder is data: nothing in it is followed out of it (to the operator's keys, to another task).
+    """
     if src.is_symlink():
-        return skip(f"{src.name} is a symbolic link (task folders are self-contained)")
+        return f"{src.name} is a symbolic link (task folders are self-contained)"
     found = safefs.walk(src)
     links = sorted(rel for rel, n in found.nodes.items() if n.kind == safefs.LINK)
     if links:
-        return skip(f"{links[0]} is a symbolic link (task folders are self-contained; links are "
-                    "refused)" + (f", and {len(links) - 1} more" if len(links) > 1 else ""))
+        return (f"{links[0]} is a symbolic link (task folders are self-contained; links are "
+                "refused)" + (f", and {len(links) - 1} more" if len(links) > 1 else ""))
     special = sorted(rel for rel, n in found.nodes.items() if n.kind == safefs.OTHER)
     if special:
-        return skip(f"{special[0]} is not a regular file (a FIFO, socket or device)")
+        return f"{special[0]} is not a regular file (a FIFO, socket or device)"
+    return None
+
+
+@dataclass(frozen=True)
+class _HarborSource:
+    """What a Harbor (``task.toml``) or Terminal-Bench (``task.yaml``) folder declares."""
+
+    src: Path
+    terminal_bench: bool
+    instruction: str
+    agent_s: float | None
+    test_s: float | None
+    test_script: str
+    script_src: Path
+    solve_script: Path
+    env_dir: Path
+
+    @property
+    def dockerfile(self) -> Path:
+        return self.env_dir / "Dockerfile"
+
+
+def _read_harbor(src: Path) -> _HarborSource | str:
+    """The folder's declarations, or the reason it is skipped."""
     terminal_bench = not (src / "task.toml").is_file()
     try:
         if terminal_bench:
             config = yaml.safe_load((src / "task.yaml").read_text(encoding="utf-8"))
-            instruction = config.get("instruction") if isinstance(config, dict) else None
-            agent_s = _number(config.get("max_agent_timeout_sec")) if isinstance(config, dict) else None
-            test_s = _number(config.get("max_test_timeout_sec")) if isinstance(config, dict) else None
+            config = config if isinstance(config, dict) else {}
+            instruction = config.get("instruction")
+            agent_s, test_s = _number(config.get("max_agent_timeout_sec")), _number(config.get("max_test_timeout_sec"))
             test_script, solve_script, env_dir = "run-tests.sh", src / "solution.sh", src
-            dockerfile = src / "Dockerfile"
         else:
             config = tomllib.loads((src / "task.toml").read_text(encoding="utf-8"))
             md = src / "instruction.md"
@@ -355,64 +375,81 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
             agent_s = _number((config.get("agent") or {}).get("timeout_sec"))
             test_s = _number((config.get("verifier") or {}).get("timeout_sec"))
             test_script, solve_script, env_dir = "test.sh", src / "solution" / "solve.sh", src / "environment"
-            dockerfile = env_dir / "Dockerfile"
     except (OSError, UnicodeDecodeError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-        return skip(f"unreadable task configuration: {type(exc).__name__}")
+        return f"unreadable task configuration: {type(exc).__name__}"
     except RecursionError:
-        return skip("unreadable task configuration: nested too deeply")
+        return "unreadable task configuration: nested too deeply"
     if not isinstance(instruction, str) or not instruction.strip():
-        return skip("no instruction")
-    tests_src = src / "tests"
-    script_src = (src / test_script) if terminal_bench else (tests_src / test_script)
+        return "no instruction"
+    script_src = (src / test_script) if terminal_bench else (src / "tests" / test_script)
     if not script_src.is_file():
-        return skip(f"no {script_src.relative_to(src)}")
+        return f"no {script_src.relative_to(src)}"
     if not solve_script.is_file():
-        return skip(f"no {solve_script.relative_to(src)}: no oracle solution to prove the task")
-    workdir = _workdir(dockerfile)
+        return f"no {solve_script.relative_to(src)}: no oracle solution to prove the task"
+    return _HarborSource(src, terminal_bench, instruction, agent_s, test_s, test_script, script_src,
+                         solve_script, env_dir)
+
+
+_TB_TASK_FILES = frozenset({"tests", "solution.sh", "run-tests.sh", "task.yaml", "solution.yaml"})
+
+
+def _write_harbor_files(hs: _HarborSource, folder: Path, workdir: str) -> None:
+    """repo/ (the build context without its container files), environment/ (the whole context),
+    tests/ and solution/ with container paths made variables."""
+    (folder / "repo").mkdir()
+    if hs.env_dir.is_dir():
+        task_files = _TB_TASK_FILES if hs.terminal_bench else frozenset()
+        _copy(hs.env_dir, folder / "repo", skip=_SKIP_ENV | task_files)
+        _copy(hs.env_dir, folder / "environment", skip=task_files)
+    (folder / "tests").mkdir()
+    if (hs.src / "tests").is_dir():
+        _copy(hs.src / "tests", folder / "tests", rewrite=workdir)
+    if hs.terminal_bench:
+        (folder / "tests" / hs.test_script).write_text(
+            _container_paths(hs.script_src.read_text(encoding="utf-8"), workdir), encoding="utf-8")
+    (folder / "solution").mkdir()
+    if hs.terminal_bench:
+        (folder / "solution" / "solve.sh").write_text(
+            _container_paths(hs.solve_script.read_text(encoding="utf-8"), workdir), encoding="utf-8")
+    else:
+        _copy(hs.src / "solution", folder / "solution", rewrite=workdir)
+
+
+def _harbor_meta(hs: _HarborSource, folder: Path, task_id: str, tier: str) -> dict[str, Any]:
+    script_text = (folder / "tests" / hs.test_script).read_text(encoding="utf-8")
+    grading: dict[str, Any] = {"command": f'bash "$LEDGER_TESTS_DIR/{hs.test_script}"'}
+    if not hs.terminal_bench:
+        grading["reward_file"] = "reward.json" if "reward.json" in script_text else "reward.txt"
+    if hs.test_s:
+        grading["timeout_s"] = hs.test_s
+    title = next((ln.strip("# ").strip() for ln in hs.instruction.splitlines() if ln.strip()), hs.src.name)
+    meta: dict[str, Any] = {"id": task_id, "title": title[:200], "tier": tier}
+    if hs.agent_s:
+        meta["max_duration_s"] = hs.agent_s
+    meta["solution"] = {"command": 'bash "$LEDGER_SOLUTION_DIR/solve.sh"'}
+    meta["grading"] = grading
+    meta["source"] = {"repo": str(hs.src.resolve()), "format": "terminal-bench" if hs.terminal_bench else "harbor"}
+    if (folder / "environment" / "Dockerfile").is_file():
+        meta["environment"] = {"dockerfile": "environment/Dockerfile", "context": "environment"}
+    return meta
+
+
+def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
+    name = src.name
+    refused = _tree_refusal(src)
+    hs = _read_harbor(src) if refused is None else refused
+    if isinstance(hs, str):
+        return Imported(name, False, hs)
+    workdir = _workdir(hs.dockerfile)
     task_id = _safe_id(name)
     folder = out / tier / task_id
     if folder.exists():
-        return skip(f"{folder} exists already")
+        return Imported(name, False, f"{folder} exists already")
     folder.mkdir(parents=True)
     try:
-        (folder / "repo").mkdir()
-        if env_dir.is_dir():
-            skip_names = _SKIP_ENV | ({"tests", "solution.sh", "run-tests.sh", "task.yaml", "solution.yaml"}
-                                      if terminal_bench else frozenset())
-            _copy(env_dir, folder / "repo", skip=skip_names)
-            if terminal_bench:  # the container definition sits beside the task files
-                for p in env_dir.iterdir():
-                    if p.name in _SKIP_ENV and p.is_file():
-                        (folder / "environment").mkdir(exist_ok=True)
-                        shutil.copyfile(p, folder / "environment" / p.name)
-            else:
-                _copy(env_dir, folder / "environment")
-        (folder / "tests").mkdir()
-        if tests_src.is_dir():
-            _copy(tests_src, folder / "tests", rewrite=workdir)
-        if terminal_bench:
-            (folder / "tests" / test_script).write_text(
-                _container_paths(script_src.read_text(encoding="utf-8"), workdir), encoding="utf-8")
-        (folder / "solution").mkdir()
-        if terminal_bench:
-            (folder / "solution" / "solve.sh").write_text(
-                _container_paths(solve_script.read_text(encoding="utf-8"), workdir), encoding="utf-8")
-        else:
-            _copy(src / "solution", folder / "solution", rewrite=workdir)
-        script_text = (folder / "tests" / test_script).read_text(encoding="utf-8")
-        grading: dict[str, Any] = {"command": f'bash "$LEDGER_TESTS_DIR/{test_script}"'}
-        if not terminal_bench:
-            grading["reward_file"] = "reward.json" if "reward.json" in script_text else "reward.txt"
-        if test_s:
-            grading["timeout_s"] = test_s
-        title = next((ln.strip("# ").strip() for ln in instruction.splitlines() if ln.strip()), name)
-        meta: dict[str, Any] = {"id": task_id, "title": title[:200], "tier": tier}
-        if agent_s:
-            meta["max_duration_s"] = agent_s
-        meta["solution"] = {"command": 'bash "$LEDGER_SOLUTION_DIR/solve.sh"'}
-        meta["grading"] = grading
-        meta["source"] = {"repo": str(src.resolve()), "format": "terminal-bench" if terminal_bench else "harbor"}
-        _write_md(folder, meta, instruction)
+        _write_harbor_files(hs, folder, workdir)
+        meta = _harbor_meta(hs, folder, task_id, tier)
+        _write_md(folder, meta, hs.instruction)
         unsafe = host_unsafe(folder)
         if unsafe is None:
             with isolation.isolated(scratch, readable=[folder]):
@@ -424,16 +461,16 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
         else:
             reason = f"not tried: {unsafe}"
         meta["needs"] = ["container"]
-        _write_md(folder, meta, instruction)
+        _write_md(folder, meta, hs.instruction)
         load_task(folder, tier=tier)
         return Imported(name, True, f"needs its container: on this host {reason}", task_id=task_id,
                         folder=str(folder), needs=("container",))
     except _Skip as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        return skip(str(exc))
+        return Imported(name, False, str(exc))
     except (TaskError, OSError, UnicodeDecodeError) as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        return skip(f"cannot build the task: {exc}")
+        return Imported(name, False, f"cannot build the task: {exc}")
     except BaseException:  # whatever fails, no half-written task folder stays behind
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -17,18 +17,39 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib.resources
-import math
 import re
-import shlex
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from ledger.errors import MalformedInput, NotFound, NothingToRun, TaskError
-from ledger.tasks.model import NEEDS, TIERS, Grading, Signal, Solution, Task
+from ledger.tasks.fields import (
+    REWARD_FILES,
+    HistoryCommit,
+    _command,
+    _exact_keys,
+    _load_yaml,
+    _number,
+    _outcomes,
+    _plain,
+    _rel_path,
+    _str_list,
+    _task_file,
+    parse_demo,
+    parse_environment,
+    parse_grading,
+    parse_history,
+    parse_needs,
+    parse_required_outcomes,
+    parse_signal,
+    parse_solution,
+    parse_source,
+)
+from ledger.tasks.model import TIERS, Task
+
+__all__ = ["DEFAULT_TEST_COMMAND", "HISTORY_FILE", "REWARD_FILES", "HistoryCommit", "available_tiers",
+           "iter_files", "load_repo_history", "load_task", "load_tasks", "load_tier", "packaged_root",
+           "refuse_unrunnable", "task_hash", "task_summary", "tier_source"]
 
 TASK_FILE = "task.md"
 DEMO_FILE = "demo.yaml"
@@ -70,81 +91,11 @@ _KEYS: dict[str, bool] = {
     "required_outcomes": False,
     "source": False,
     "needs": False,
+    "environment": False,
 }
 
 # The runner test ids are appended to when a task is graded by required per-test outcomes.
 DEFAULT_TEST_COMMAND = ("python", "-m", "pytest", "-rA", "-p", "no:cacheprovider")
-REWARD_FILES = ("reward.txt", "reward.json")
-
-_SIGNAL_FORMS = (
-    "{command: [argv...] or 'shell string', expect_exit: 0}, {path_exists: PATH} or "
-    "{file_contains: {path: PATH, pattern: REGEX}}"
-)
-_DEMO_ACTIONS = {
-    "read": frozenset({"read"}),
-    "run": frozenset({"run"}),
-    "write": frozenset({"write", "content"}),
-    "replace": frozenset({"replace", "old", "new"}),
-    "say": frozenset({"say"}),  # text the demo agent prints as its own output
-}
-_OUTCOMES = {
-    True: "pass",
-    False: "fail",
-    "pass": "pass",
-    "passed": "pass",
-    "fail": "fail",
-    "failed": "fail",
-    "skip": "skip",
-    "skipped": "skip",
-}
-
-
-@dataclass(frozen=True)
-class HistoryCommit:
-    """One commit of ``repo_history.yaml``: files to write (content) or delete (None)."""
-
-    message: str
-    files: Mapping[str, str | None]
-
-
-# --------------------------------------------------------------------------- YAML
-
-
-# libyaml's parser when PyYAML was built with it (the wheels are): the same documents and errors,
-# parsed about five times faster than by the pure-Python one (a task.md is read per attempt)
-_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_SafeBase):  # type: ignore[misc]
-    """SafeLoader that refuses duplicate mapping keys (a silent override hides typos)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _value in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _load_yaml(text: str, where: Path, *, line_offset: int = 0) -> Any:
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1 + line_offset})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise TaskError(f"{where}: invalid YAML{at}: {problem}") from None
-    except RecursionError:  # the pure-Python loader (no libyaml) on a deeply nested document
-        raise TaskError(f"{where}: invalid YAML: nested too deeply") from None
-
 
 # --------------------------------------------------------------------------- files and hash
 
@@ -189,176 +140,6 @@ def task_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-# --------------------------------------------------------------------------- field parsing
-
-
-def _rel_path(value: Any, where: str) -> str:
-    """A path relative to the worktree that cannot climb out of it."""
-    if not isinstance(value, str) or not value.strip():
-        raise TaskError(f"{where}: expected a relative path, got {value!r}")
-    posix = PurePosixPath(value)
-    if posix.is_absolute() or ".." in posix.parts or "\\" in value:
-        raise TaskError(f"{where}: path must stay inside the worktree: {value!r}")
-    return value
-
-
-def _str_list(value: Any, where: str, *, paths: bool = False) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise TaskError(f"{where}: expected a list of strings")
-    if paths:
-        return tuple(_rel_path(v, where) for v in value)
-    return tuple(value)
-
-
-def _number(value: Any, where: str, *, integer: bool = False, positive: bool = True) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        raise TaskError(f"{where}: expected {'an integer' if integer else 'a number'}, got {value!r}")
-    number: float | int = value if integer else float(value)
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        raise TaskError(f"{where}: out of range: {value!r}")
-    return number
-
-
-def _command(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise TaskError(f"{where}: cannot split command {value!r}: {exc}") from None
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        argv = list(value)
-    else:
-        raise TaskError(f"{where}: expected a command (list of strings or a string)")
-    if not argv or not argv[0]:
-        raise TaskError(f"{where}: empty command")
-    return tuple(argv)
-
-
-def parse_signal(raw: Any, where: str) -> Signal:
-    """One completion signal; anything that is not an executable form is a TaskError."""
-    if isinstance(raw, str) or not isinstance(raw, dict):
-        raise TaskError(f"{where}: not an executable signal: {raw!r}; write one of {_SIGNAL_FORMS}")
-    keys = set(raw)
-    if "command" in keys:
-        extra = keys - {"command", "expect_exit"}
-        if extra:
-            raise TaskError(f"{where}: unknown signal keys {sorted(extra)} in {raw!r}")
-        cmd = raw["command"]
-        if isinstance(cmd, str):
-            if not cmd.strip():
-                raise TaskError(f"{where}: empty command in {raw!r}")
-            command: tuple[str, ...] | str = cmd
-        elif isinstance(cmd, list) and cmd and all(isinstance(v, str) and v for v in cmd):
-            command = tuple(cmd)
-        else:
-            raise TaskError(f"{where}: command must be a non-empty argv list or a shell string: {raw!r}")
-        expect = raw.get("expect_exit", 0)
-        if isinstance(expect, bool) or not isinstance(expect, int) or not 0 <= expect <= 255:
-            raise TaskError(f"{where}: expect_exit must be an integer 0..255: {raw!r}")
-        return Signal(kind="command", command=command, expect_exit=expect)
-    if keys == {"path_exists"}:
-        return Signal(kind="path_exists", path=_rel_path(raw["path_exists"], where))
-    if keys == {"file_contains"}:
-        spec = raw["file_contains"]
-        if not isinstance(spec, dict) or set(spec) != {"path", "pattern"}:
-            raise TaskError(f"{where}: file_contains needs exactly {{path, pattern}}: {raw!r}")
-        pattern = spec["pattern"]
-        if not isinstance(pattern, str) or not pattern:
-            raise TaskError(f"{where}: file_contains pattern must be a non-empty string: {raw!r}")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise TaskError(f"{where}: bad regex {pattern!r}: {exc}") from None
-        return Signal(kind="file_contains", path=_rel_path(spec["path"], where), pattern=pattern)
-    raise TaskError(f"{where}: not an executable signal: {raw!r}; write one of {_SIGNAL_FORMS}")
-
-
-def _plain(value: Any) -> bool:
-    """JSON-like data only (what the journal can encode): no dates, no binary, str map keys."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
-
-
-def _outcomes(value: Any, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise TaskError(f"{where}: expected a map of test (or command) to pass/fail")
-    out: dict[str, str] = {}
-    for key, outcome in value.items():
-        norm = _OUTCOMES.get(outcome.lower() if isinstance(outcome, str) else outcome)
-        if not isinstance(key, str) or norm is None:
-            raise TaskError(f"{where}: {key!r}: expected true/false or pass/fail/skip, got {outcome!r}")
-        out[key] = norm
-    return out
-
-
-def parse_demo(raw: Any, where: Path, hidden_dir: str) -> tuple[dict[str, Any], ...]:
-    """Validate a demo trajectory: read/run/write/replace/say steps, paths inside the worktree."""
-    if not isinstance(raw, list) or not raw:
-        raise TaskError(f"{where}: a demo is a non-empty list of steps")
-    steps: list[dict[str, Any]] = []
-    for i, step in enumerate(raw):
-        at = f"{where}: step {i + 1}"
-        if not isinstance(step, dict):
-            raise TaskError(f"{at}: expected a map, got {step!r}")
-        actions = [a for a in _DEMO_ACTIONS if a in step]
-        if len(actions) != 1:
-            raise TaskError(f"{at}: needs exactly one of {sorted(_DEMO_ACTIONS)}")
-        action = actions[0]
-        if set(step) != _DEMO_ACTIONS[action]:
-            raise TaskError(f"{at}: {action} takes keys {sorted(_DEMO_ACTIONS[action])}, got {sorted(step)}")
-        if action == "run":
-            steps.append({"run": list(_command(step["run"], at))})
-            continue
-        if action == "say":
-            if not isinstance(step["say"], str):
-                raise TaskError(f"{at}: say takes a string")
-            steps.append({"say": step["say"]})
-            continue
-        path = _rel_path(step[action], at)
-        if PurePosixPath(path).parts[0] == hidden_dir:
-            raise TaskError(f"{at}: a demo must not touch the hidden tests ({path})")
-        for key in ("content", "old", "new"):
-            if key in step and not isinstance(step[key], str):
-                raise TaskError(f"{at}: {key} must be a string")
-        if action == "replace" and not step["old"]:
-            raise TaskError(f"{at}: replace needs a non-empty 'old'")
-        steps.append(dict(step))
-    return tuple(steps)
-
-
-def parse_history(raw: Any, where: Path) -> tuple[HistoryCommit, ...]:
-    """Validate ``repo_history.yaml``: a list of {message, files: {path: content or null}}."""
-    if not isinstance(raw, list) or not raw:
-        raise TaskError(f"{where}: repo history is a non-empty list of commits")
-    commits: list[HistoryCommit] = []
-    for i, commit in enumerate(raw):
-        at = f"{where}: commit {i + 1}"
-        if not isinstance(commit, dict) or set(commit) != {"message", "files"}:
-            raise TaskError(f"{at}: a commit is {{message, files}}")
-        message, files = commit["message"], commit["files"]
-        if not isinstance(message, str) or not message.strip():
-            raise TaskError(f"{at}: message must be a non-empty string")
-        if not isinstance(files, dict) or not files:
-            raise TaskError(f"{at}: files must be a non-empty map of path to content (or null)")
-        for path, content in files.items():
-            _rel_path(path, at)
-            if content is not None and not isinstance(content, str):
-                raise TaskError(f"{at}: {path}: content must be a string or null")
-        commits.append(HistoryCommit(message=message, files=dict(files)))
-    return tuple(commits)
-
-
 def load_repo_history(task: Task) -> tuple[HistoryCommit, ...]:
     """The commits to replay into a fresh worktree before the agent starts (empty if none).
 
@@ -371,109 +152,6 @@ def load_repo_history(task: Task) -> tuple[HistoryCommit, ...]:
     return parse_history(_load_yaml(path.read_text(encoding="utf-8"), path), path)
 
 
-def _task_file(folder: Path, value: Any, where: str, under: str) -> str:
-    """A file of the task folder under ``under/`` (so it is committed as ground truth)."""
-    rel = _rel_path(value, where)
-    if PurePosixPath(rel).parts[0] != under or len(PurePosixPath(rel).parts) < 2:
-        raise TaskError(f"{where}: must name a file under {under}/, got {value!r}")
-    if not (folder / rel).is_file():
-        raise TaskError(f"{where}: {rel} does not exist")
-    return rel
-
-
-def _exact_keys(raw: Any, allowed: set[str], required: set[str], where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise TaskError(f"{where}: expected a map with keys {sorted(allowed)}")
-    extra = sorted(set(raw) - allowed)
-    if extra:
-        raise TaskError(f"{where}: unknown key(s) {extra}; allowed: {sorted(allowed)}")
-    missing = sorted(required - set(raw))
-    if missing:
-        raise TaskError(f"{where}: missing key(s) {missing}")
-    return raw
-
-
-def _shell(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise TaskError(f"{where}: expected a non-empty shell command string")
-    return value
-
-
-def parse_solution(raw: Any, folder: Path, where: str) -> Solution:
-    """``solution: {patch: solution/X.patch}`` or ``{command: 'sh string'}``; absent: files."""
-    if raw is None:
-        return Solution()
-    spec = _exact_keys(raw, {"patch", "command"}, set(), where)
-    if len(spec) != 1:
-        raise TaskError(f"{where}: give exactly one of patch or command")
-    if "patch" in spec:
-        return Solution(kind="patch", patch=_task_file(folder, spec["patch"], f"{where}.patch", "solution"))
-    return Solution(kind="command", command=_shell(spec["command"], f"{where}.command"))
-
-
-def parse_grading(raw: Any, where: str) -> Grading:
-    """``grading: {command, reward_file?, timeout_s?}``."""
-    spec = _exact_keys(raw, {"command", "reward_file", "timeout_s"}, {"command"}, where)
-    reward = spec.get("reward_file")
-    if reward is not None and reward not in REWARD_FILES:
-        raise TaskError(f"{where}.reward_file: must be one of {', '.join(REWARD_FILES)}, got {reward!r}")
-    timeout = spec.get("timeout_s")
-    return Grading(
-        command=_shell(spec["command"], f"{where}.command"),
-        reward_file=reward,
-        timeout_s=None if timeout is None else float(_number(timeout, f"{where}.timeout_s")),
-    )
-
-
-def _test_ids(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise TaskError(f"{where}: expected a list of test ids (path/to/test_file.py::test_name)")
-    ids = tuple(value)
-    dup = sorted({v for v in ids if ids.count(v) > 1})
-    if dup:
-        raise TaskError(f"{where}: duplicate test id(s) {dup[:3]}")
-    for v in ids:
-        if v.startswith(("-", "/")) or "::" not in v and not v.endswith(".py"):
-            raise TaskError(f"{where}: {v!r} is not a test id (path/to/test_file.py::test_name)")
-    return ids
-
-
-def parse_required_outcomes(raw: Any, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``required_outcomes: {FAIL_TO_PASS: [ids], PASS_TO_PASS: [ids]}`` (SWE-bench's names)."""
-    spec = _exact_keys(raw, {"FAIL_TO_PASS", "PASS_TO_PASS"}, {"FAIL_TO_PASS"}, where)
-    f2p = _test_ids(spec["FAIL_TO_PASS"], f"{where}.FAIL_TO_PASS")
-    p2p = _test_ids(spec.get("PASS_TO_PASS"), f"{where}.PASS_TO_PASS")
-    if not f2p:
-        raise TaskError(f"{where}.FAIL_TO_PASS: at least one test must go from failing to passing")
-    both = sorted(set(f2p) & set(p2p))
-    if both:
-        raise TaskError(f"{where}: test id(s) in both FAIL_TO_PASS and PASS_TO_PASS: {both[:3]}")
-    return f2p, p2p
-
-
-def parse_source(raw: Any, where: str) -> dict[str, str]:
-    """``source: {repo, commit, parent}``: where a mined or imported task came from."""
-    spec = _exact_keys(raw, {"repo", "commit", "parent", "instance_id", "format"}, {"repo"}, where)
-    out: dict[str, str] = {}
-    for key, value in spec.items():
-        if not isinstance(value, str) or not value.strip():
-            raise TaskError(f"{where}.{key}: expected a non-empty string")
-        if key in ("commit", "parent") and not re.fullmatch(r"[0-9a-f]{7,64}", value):
-            raise TaskError(f"{where}.{key}: expected a git commit id (hex), got {value!r}")
-        out[key] = value
-    return out
-
-
-def parse_needs(raw: Any, where: str) -> tuple[str, ...]:
-    names = [raw] if isinstance(raw, str) else raw
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise TaskError(f"{where}: expected a name or a list of names from {list(NEEDS)}")
-    bad = [n for n in names if n not in NEEDS]
-    if bad:
-        raise TaskError(f"{where}: unknown need(s) {bad}; known: {list(NEEDS)}")
-    return tuple(dict.fromkeys(names))
 
 
 # --------------------------------------------------------------------------- task.md
@@ -542,18 +220,7 @@ def _test_fields(meta: dict[str, Any], folder: Path, md: Path, hidden_dir: str) 
     return out
 
 
-def load_task(folder: Path, *, tier: str | None = None) -> Task:
-    """Load and validate one task folder (``tier`` defaults to the frontmatter, then the parent dir)."""
-    folder = Path(folder)
-    md = folder / TASK_FILE
-    if not md.is_file():
-        raise TaskError(f"{folder}: not a task folder (no {TASK_FILE})")
-    try:
-        text = md.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TaskError(f"{md}: not UTF-8 text: {exc}") from None
-    meta, body = split_frontmatter(text, md)
-
+def _check_keys(meta: dict[str, Any], md: Path) -> None:
     unknown = sorted(set(meta) - set(_KEYS))
     if unknown:
         hints = []
@@ -565,6 +232,9 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
     if missing:
         raise TaskError(f"{md}: missing frontmatter key(s): {', '.join(missing)}")
 
+
+def _identity(meta: dict[str, Any], body: str, folder: Path, md: Path, tier: str | None) -> dict[str, Any]:
+    """id, title, tier and prompt: who the task is and what the agent is asked."""
     task_id = meta.get("id", folder.name)
     if not isinstance(task_id, str) or not _ID_RE.match(task_id):
         raise TaskError(f"{md}: id must match {_ID_RE.pattern}, got {task_id!r}")
@@ -573,7 +243,6 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
     title = meta["title"]
     if not isinstance(title, str) or not title.strip():
         raise TaskError(f"{md}: title must be a non-empty string")
-
     declared = meta.get("tier")
     if declared is not None and (not isinstance(declared, str) or not _ID_RE.match(declared)):
         raise TaskError(f"{md}: tier must be a simple name, got {declared!r}")
@@ -583,14 +252,16 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
     resolved_tier = tier or declared or folder.resolve().parent.name
     if not _ID_RE.match(resolved_tier):
         raise TaskError(f"{md}: no tier (set 'tier' in the frontmatter)")
-
     description = meta.get("description")
     if description is not None and not isinstance(description, str):
         raise TaskError(f"{md}: description must be a string")
     prompt = body.strip() or (description or "").strip()
     if not prompt:
         raise TaskError(f"{md}: the prompt (markdown body) is empty")
+    return {"id": task_id, "title": title.strip(), "tier": resolved_tier, "prompt": prompt}
 
+
+def _check_folders(folder: Path) -> None:
     for sub in ("repo", "tests", "solution"):
         if not (folder / sub).is_dir():
             raise TaskError(f"{folder}: missing {sub}/ folder")
@@ -599,42 +270,70 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
     if not any(True for _ in iter_files(folder / "solution")):
         raise TaskError(f"{folder}: solution/ is empty")
 
+
+def _hidden_dir(meta: dict[str, Any], md: Path) -> str:
+    hidden_dir = meta.get("hidden_tests_dir", "tests_hidden")
+    _rel_path(hidden_dir, f"{md}: hidden_tests_dir")
+    if "/" in hidden_dir or hidden_dir in ("tests", "."):
+        raise TaskError(f"{md}: hidden_tests_dir must be one new folder name, got {hidden_dir!r}")
+    return hidden_dir
+
+
+def _scope_fields(meta: dict[str, Any], md: Path) -> dict[str, Any]:
+    """Signals, hidden fields, role, budgets and limits, files and endpoints the task names."""
     raw_signals = meta.get("completion_signals") or []
     if not isinstance(raw_signals, list):
         raise TaskError(f"{md}: completion_signals must be a list")
-    signals = tuple(
-        parse_signal(raw, f"{md}: completion_signals[{i}]") for i, raw in enumerate(raw_signals)
-    )
-
     hidden = meta.get("hidden") or {}
     if not isinstance(hidden, dict) or not all(isinstance(k, str) for k in hidden):
         raise TaskError(f"{md}: hidden must be a map with string keys")
     if not _plain(hidden):
         # Never echo the values: they are ground truth.
         raise TaskError(f"{md}: hidden values must be strings, numbers, booleans, null, lists or maps")
-    hidden_dir = meta.get("hidden_tests_dir", "tests_hidden")
-    _rel_path(hidden_dir, f"{md}: hidden_tests_dir")
-    if "/" in hidden_dir or hidden_dir in ("tests", "."):
-        raise TaskError(f"{md}: hidden_tests_dir must be one new folder name, got {hidden_dir!r}")
     role = meta.get("role")
     if role is not None and not isinstance(role, str):
         raise TaskError(f"{md}: role must be a string")
-
-    kwargs: dict[str, Any] = {}
+    out: dict[str, Any] = {
+        "signals": tuple(parse_signal(raw, f"{md}: completion_signals[{i}]") for i, raw in enumerate(raw_signals)),
+        "hidden_fields": dict(hidden),
+        "role": role,
+        "owned_files": _str_list(meta.get("owned_files"), f"{md}: owned_files", paths=True),
+        "expected_files_modified": _str_list(
+            meta.get("expected_files_modified"), f"{md}: expected_files_modified", paths=True),
+        "network_allowlist": _str_list(meta.get("network_allowlist"), f"{md}: network_allowlist"),
+        "expected_test_outcomes": _outcomes(meta.get("expected_test_outcomes"), f"{md}: expected_test_outcomes"),
+    }
     for key, integer in (("max_duration_s", False), ("max_cost_usd", False), ("max_tokens", True)):
         if key in meta:
-            kwargs[key] = _number(
-                meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd"
-            )
+            out[key] = _number(meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd")
     if "limits" in meta:
         from ledger.sandbox.limits import parse_limits
 
         try:
-            kwargs["limits"] = parse_limits(meta["limits"], f"{md}: limits")
+            out["limits"] = parse_limits(meta["limits"], f"{md}: limits")
         except MalformedInput as exc:
             raise TaskError(str(exc)) from None
-    kwargs.update(_test_fields(meta, folder, md, hidden_dir))
+    return out
 
+
+def load_task(folder: Path, *, tier: str | None = None) -> Task:
+    """Load and validate one task folder (``tier`` defaults to the frontmatter, then the parent dir)."""
+    folder = Path(folder)
+    md = folder / TASK_FILE
+    if not md.is_file():
+        raise TaskError(f"{folder}: not a task folder (no {TASK_FILE})")
+    try:
+        text = md.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{md}: not UTF-8 text: {exc}") from None
+    meta, body = split_frontmatter(text, md)
+    _check_keys(meta, md)
+    identity = _identity(meta, body, folder, md, tier)
+    _check_folders(folder)
+    hidden_dir = _hidden_dir(meta, md)
+    kwargs = {**_scope_fields(meta, md), **_test_fields(meta, folder, md, hidden_dir)}
+    if "environment" in meta:
+        kwargs["environment"] = parse_environment(meta["environment"], folder, f"{md}: environment")
     demo: tuple[dict[str, Any], ...] = ()
     demo_path = folder / DEMO_FILE
     if demo_path.is_file():
@@ -642,27 +341,8 @@ def load_task(folder: Path, *, tier: str | None = None) -> Task:
     history_path = folder / HISTORY_FILE
     if history_path.is_file():
         parse_history(_load_yaml(history_path.read_text(encoding="utf-8"), history_path), history_path)
-
-    return Task(
-        id=task_id,
-        title=title.strip(),
-        tier=resolved_tier,
-        prompt=prompt,
-        root=folder.resolve(),
-        hash=task_hash(folder),
-        signals=signals,
-        owned_files=_str_list(meta.get("owned_files"), f"{md}: owned_files", paths=True),
-        expected_files_modified=_str_list(
-            meta.get("expected_files_modified"), f"{md}: expected_files_modified", paths=True
-        ),
-        network_allowlist=_str_list(meta.get("network_allowlist"), f"{md}: network_allowlist"),
-        role=role,
-        expected_test_outcomes=_outcomes(meta.get("expected_test_outcomes"), f"{md}: expected_test_outcomes"),
-        hidden_tests_dir=hidden_dir,
-        hidden_fields=dict(hidden),
-        demo=demo,
-        **kwargs,
-    )
+    return Task(**identity, root=folder.resolve(), hash=task_hash(folder), hidden_tests_dir=hidden_dir,
+                demo=demo, **kwargs)
 
 
 # --------------------------------------------------------------------------- tiers
@@ -792,4 +472,6 @@ def task_summary(task: Task) -> dict[str, Any]:
         "needs": list(task.needs),
         "has_demo": bool(task.demo),
         "has_history": (task.root / HISTORY_FILE).is_file(),
+        # only when there is one: the summary of a task without an environment is as it was
+        **({"environment": task.environment.as_dict()} if task.environment else {}),
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 TIERS = ("smoke", "standard", "stretch", "adversarial")
-NEEDS = ("container",)  # what a task may need beyond this host; nothing here provides any yet
+NEEDS = ("container",)  # what a task may need beyond this host: a container engine
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,27 @@ class Solution:
     kind: str = "files"
     patch: str | None = None
     command: str | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The container a task runs in (docs/ENVIRONMENTS.md): an image, or a build.
+
+    ``image`` names an image by tag (``localhost/x:1``) or by digest (``name@sha256:...``);
+    ``dockerfile`` is a path inside the task folder and ``context`` the build context folder
+    (default: the Dockerfile's folder), both relative to the task folder. ``workdir`` is where the
+    worktree is mounted in the container (the Dockerfile's last ``WORKDIR``, else ``/app``).
+    """
+
+    image: str | None = None
+    dockerfile: str | None = None
+    context: str | None = None
+    workdir: str = "/app"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"image": self.image} if self.image else {
+            "dockerfile": self.dockerfile, "context": self.context}
+        return {**out, "workdir": self.workdir}
 
 
 @dataclass(frozen=True)
@@ -110,7 +131,8 @@ class Task:
     fail_to_pass: tuple[str, ...] = ()  # test ids that must fail before and pass after
     pass_to_pass: tuple[str, ...] = ()  # test ids that must pass before and after
     source: dict[str, str] = field(default_factory=dict)  # {repo, commit, parent} of a mined task
-    needs: tuple[str, ...] = ()  # e.g. ("container",): this host cannot run the task
+    needs: tuple[str, ...] = ()  # e.g. ("container",): the task runs only in a container
+    environment: Environment | None = None  # the task's container image or build (needs container)
 
     @property
     def graded_by_ids(self) -> bool:

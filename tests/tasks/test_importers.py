@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from cli.main import cli
 from ledger.tasks.importers import _container_paths, host_unsafe
 from ledger.tasks.loader import load_task
+from ledger.tasks.model import Environment
 from ledger.tasks.validate import validate_task
 from tests.tasks.gitrepos import CALC_FIXED, CALC_START, TEST_ADD, TEST_NEG, commit, git, init
 
@@ -250,11 +251,15 @@ def test_harbor_task_records_instruction_limits_grading_and_environment(harbor: 
     assert task.grading is not None and task.grading.reward_file == "reward.txt" and task.grading.timeout_s == 60.0
     assert task.solution.kind == "command" and task.regression_command == ()
     assert (task.root / "environment" / "Dockerfile").is_file()
+    assert task.environment == Environment(dockerfile="environment/Dockerfile", context="environment", workdir="/app")
     assert (task.repo_dir / "wordcount.py").read_text() == WORDCOUNT_START
     assert not (task.repo_dir / "Dockerfile").exists()
     assert "${LEDGER_VERIFIER_DIR:-/logs/verifier}/reward.txt" in (task.tests_dir / "test.sh").read_text()
     tb = load_task(root / "tb-wordcount")
     assert tb.grading is not None and tb.grading.reward_file is None and tb.max_duration_s == 180.0
+    # Terminal-Bench's context is the task folder without its task files: the Dockerfile's COPY finds them
+    assert tb.environment is not None and tb.environment.context == "environment"
+    assert sorted(p.name for p in (tb.root / "environment").iterdir()) == ["Dockerfile", "wordcount.py"]
     assert load_task(root / "needs-tool").grading.reward_file == "reward.json"  # type: ignore[union-attr]
     assert validate_task(task).ok and validate_task(tb).ok
 
