@@ -66,8 +66,9 @@ def verify_target(journal: Journal | None, *, target: str | None, bundle: dict[s
         return report
 
     assert journal is not None
-    verified: dict[str, Any] = {}  # the bytes and checkpoints this verify read, for the audit
-    summary = journal.verify(since=since, verifier=verifier, deep=deep, keep=verified)
+    checked = journal.check(since=since, verifier=verifier, deep=deep, retain=True)
+    verified = {"bodies": checked.bodies, "leaves": checked.leaves, "checkpoints": checked.checkpoints}
+    summary = checked.summary
     lines.append(f"journal: {summary['entries']} entries, {summary['tiles']} tiles, "
                  f"{summary['heads']} heads recomputed from stored bytes")
     if summary["checkpoints"] or summary["external_checkpoints"]:
@@ -137,13 +138,12 @@ def _remember_journal(journal: Journal, verifier: Verifier, summary: dict[str, A
 
 def _remember_bundle(vb: VerifiedBundle, verifier: Verifier, lines: list[str]) -> dict[str, Any]:
     from ledger.journal.seen import check_and_remember
-    from ledger.journal.verify import _fetch_from, _levels_from_leaves
+    from ledger.journal.verify import consistency_from_leaves
 
     def consistency(old: int) -> list[bytes] | None:
         if vb.first_seq != 0 or vb.last_seq != vb.tree_size - 1:
             return None  # a run bundle holds no prefix of the tree to prove from
-        levels = _levels_from_leaves(b"".join(e.leaf_hash for e in vb.entries))
-        return merkle.consistency_proof(old, vb.tree_size, _fetch_from(levels))
+        return consistency_from_leaves(b"".join(e.leaf_hash for e in vb.entries), old, vb.tree_size)
 
     r = check_and_remember(verifier=verifier, size=vb.tree_size, root=vb.root,
                            consistency=consistency, latest_note=vb.checkpoint_note, older_ok=True)

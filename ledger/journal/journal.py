@@ -18,13 +18,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import MalformedInput, NotFound, UsageError
 from ledger.journal import merkle
 from ledger.journal.codec import Entry, decode_entry, decode_entry_trusted
 from ledger.journal.store import Item, Store
 from ledger.journal.tiles import DEFAULT_HEIGHT
+
+if TYPE_CHECKING:  # verify.py is imported when a verify runs
+    from ledger.journal.verify import StoreCheck
 
 MAX_BATCH = 100_000
 EXTERNAL_PREFIX = "ext."
@@ -338,18 +341,23 @@ class Journal:
 
     def verify(self, *, since: str | None = None, verifier: Any = None,
                external_dir: Path | None = None, deep: bool = False,
-               progress: Callable[[int, int], None] | None = None,
-               keep: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Check everything; return a summary of what was checked, or raise VerificationError.
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Check everything; return a summary of what was checked, or raise VerificationError."""
+        return self.check(since=since, verifier=verifier, external_dir=external_dir, deep=deep,
+                          progress=progress).summary
 
-        ``keep``: receives the verified entry bytes and checkpoints (``verify.verify_store``).
-        """
-        from ledger.journal.verify import verify_store
+    def check(self, *, since: str | None = None, verifier: Any = None,
+              external_dir: Path | None = None, deep: bool = False,
+              progress: Callable[[int, int], None] | None = None,
+              retain: bool = False) -> StoreCheck:
+        """Check everything, as :meth:`verify`; return the typed ``StoreCheck`` (``retain``: with
+        the entry bytes it read, so a caller that reads on need not read them again)."""
+        from ledger.journal.verify import check_store
 
         ext = external_dir if external_dir is not None else (
             self.home / "checkpoints" if self.home is not None else None)
-        return verify_store(self._store, verifier=verifier, since=since, external_dir=ext,
-                            deep=deep, progress=progress, keep=keep)
+        return check_store(self._store, verifier=verifier, since=since, external_dir=ext,
+                           deep=deep, progress=progress, retain=retain)
 
 
 def _checked_item(item: Any) -> Item:

@@ -24,7 +24,7 @@ from ledger.journal.bundle import check_run_entries
 from ledger.journal.codec import Entry, decode_entry
 from ledger.journal.journal import Journal
 from ledger.journal.note import Verifier, open_checkpoint
-from ledger.journal.verify import _levels_from_leaves, _root_from_levels
+from ledger.journal.verify import levels_from_leaves, root_from_levels
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def read_run(journal: Journal, run_id: str, verifier: Callable[[], Verifier]) ->
         if cp.size != cp_size:
             raise VerificationError("checkpoint-journal", "a stored checkpoint is filed under another "
                                     "size than it signs", expected=str(cp_size), computed=str(cp.size))
-        root = _root_from_levels(_levels_from_leaves(leaves[:32 * cp_size]), cp_size)
+        root = root_from_levels(levels_from_leaves(leaves[:32 * cp_size]), cp_size)
         if root != cp.root:
             raise VerificationError("checkpoint-journal", f"the tree's root at size {cp_size} is not "
                                     "the signed root: an entry was changed after it was signed",

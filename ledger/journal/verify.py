@@ -25,9 +25,10 @@ parses an entry with the C msgpack decoder only when they do not have the usual 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -36,6 +37,9 @@ from ledger.journal import merkle
 from ledger.journal.codec import FORMAT_VERSION, decode_entry, envelope_around_seq, pack_uint
 from ledger.journal.store import Store
 from ledger.journal.tiles import HASH_SIZE, hash_pairs
+
+if TYPE_CHECKING:
+    from ledger.journal.note import Checkpoint
 
 _V1 = b"\xa1v\x01"
 
@@ -204,8 +208,8 @@ def _check_tiles(store: Store, levels: list[bytes], n: int) -> int:
     return count
 
 
-def _levels_from_leaves(leaves: bytes) -> list[bytes]:
-    """All complete-subtree hashes, level by level, each level packed."""
+def levels_from_leaves(leaves: bytes) -> list[bytes]:
+    """All complete-subtree hashes, level by level, each level packed (level 0: ``leaves``)."""
     levels = [leaves]
     cur = leaves
     while len(cur) >= 2 * HASH_SIZE:
@@ -214,33 +218,74 @@ def _levels_from_leaves(leaves: bytes) -> list[bytes]:
     return levels
 
 
-def _fetch_from(levels: Sequence[bytes]) -> merkle.Fetch:
+def fetch_from(levels: Sequence[bytes]) -> merkle.Fetch:
     """A node source over recomputed levels, for merkle.root and proofs."""
     def fetch(keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
         return {(lv, ix): bytes(levels[lv][32 * ix:32 * ix + 32]) for lv, ix in keys}
     return fetch
 
 
-def _root_from_levels(levels: Sequence[bytes], size: int) -> bytes:
+def root_from_levels(levels: Sequence[bytes], size: int) -> bytes:
+    """The root of the tree of the first ``size`` leaves of ``levels``."""
     if size == 0:
         return merkle.EMPTY_ROOT
-    return merkle.root(size, _fetch_from(levels))
+    return merkle.root(size, fetch_from(levels))
+
+
+def consistency_from_leaves(leaves: bytes, old: int, size: int) -> list[bytes]:
+    """The RFC 6962 consistency proof from ``old`` to ``size`` over packed leaf hashes that hold
+    the whole tree of ``size`` (a log bundle's entries, say)."""
+    return merkle.consistency_proof(old, size, fetch_from(levels_from_leaves(leaves[:32 * size])))
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What one full verification read and checked.
+
+    ``summary``: what was checked (``ledger verify --json`` shows it); ``bodies``: every entry's
+    stored bytes in seq order when asked to retain them (their leaf hashes are the verified
+    tree's), else None; ``leaves``: those leaf hashes packed 32 bytes per seq; ``checkpoints``:
+    every checkpoint note of the database whose signature and root were checked (note text ->
+    ``Checkpoint``).
+    """
+
+    summary: dict[str, Any]
+    bodies: list[bytes] | None
+    leaves: bytes
+    checkpoints: Mapping[str, Checkpoint] = field(default_factory=dict)
 
 
 def verify_store(store: Store, *, verifier: Any = None, since: str | None = None,
                  external_dir: Path | None = None, deep: bool = False,
-                 progress: Callable[[int, int], None] | None = None,
-                 keep: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Verify every stored byte of the journal; return what was checked or raise.
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Verify every stored byte of the journal; return what was checked or raise."""
+    return check_store(store, verifier=verifier, since=since, external_dir=external_dir,
+                       deep=deep, progress=progress).summary
 
-    ``keep``: when given, and only once everything passed, it receives what this pass already
-    read and checked, so a caller that goes on to read the journal need not read it again:
-    ``keep["bodies"]`` every entry's stored bytes in seq order, ``keep["leaves"]`` their leaf
-    hashes packed 32 bytes per seq (the level the verified tree was recomputed from),
-    ``keep["checkpoints"]`` every checkpoint note of the
-    database whose signature and root were checked (note text -> ``Checkpoint``).
-    """
+
+def check_store(store: Store, *, verifier: Any = None, since: str | None = None,
+                external_dir: Path | None = None, deep: bool = False,
+                progress: Callable[[int, int], None] | None = None,
+                retain: bool = False) -> StoreCheck:
+    """Verify every stored byte of the journal (the module docstring's order); return what was
+    checked, and (``retain``) the bytes it read, or raise ``VerificationError``."""
     heads = store.all_heads()
+    n, levels, span_count, bodies = _check_entries(store, deep, progress, retain)
+    tile_count = _check_tiles(store, levels, n)
+    _check_heads(heads, levels, n)
+    current_root = root_from_levels(levels, n)
+    summary: dict[str, Any] = {"size": n, "root": current_root.hex(), "entries": n,
+                               "spans": span_count, "tiles": tile_count, "heads": len(heads), "checkpoints": 0,
+                               "external_checkpoints": 0, "since": None, "deep": deep}
+    opened = _check_checkpoints(store, verifier, external_dir, since is not None, levels, n, summary)
+    if since is not None:
+        summary["since"] = _check_since(since, verifier, levels, n, current_root)
+    return StoreCheck(summary, bodies, levels[0], opened)
+
+
+def _check_entries(store: Store, deep: bool, progress: Callable[[int, int], None] | None,
+                   retain: bool) -> tuple[int, list[bytes], int, list[bytes] | None]:
+    """Steps 1-4: every row, its envelope and the span index; the recomputed tree levels."""
     total = store.entry_count()
     misfiled = store.misfiled_body()
     if misfiled is not None:
@@ -248,7 +293,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                 seq=misfiled[0])
     spans = _Spans(store.span_rows(), deep)
     leaves: list[bytes] = []
-    kept: list[bytes] | None = [] if keep is not None else None
+    kept: list[bytes] | None = [] if retain else None
     expected = 0
     for chunk in store.body_rows():
         m = len(chunk)
@@ -269,17 +314,18 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     n = expected
     span_count = spans.finish(n)
     spans.check_runs(store.run_rows())
+    levels = levels_from_leaves(b"".join(leaves))
+    return n, levels, span_count, kept
 
-    levels = _levels_from_leaves(b"".join(leaves))
-    del leaves
-    tile_count = _check_tiles(store, levels, n)
 
+def _check_heads(heads: Sequence[tuple[Any, Any, Any]], levels: list[bytes], n: int) -> None:
+    """Step 7: every recorded tree head is recomputed, and the last span has one."""
     prev = 0
     for size, root, rtype in heads:
         if rtype != "blob" or not isinstance(size, int):
             raise VerificationError("head-root", f"recorded head at size {size} is malformed ({rtype})",
                                     seq=size - 1 if isinstance(size, int) and size > 0 else None)
-        computed_root = _root_from_levels(levels, size)
+        computed_root = root_from_levels(levels, size)
         if computed_root != root:
             raise VerificationError("head-root", f"recorded head at size {size} does not match the log",
                                     seq=size - 1, expected=root.hex(), computed=computed_root.hex())
@@ -287,11 +333,32 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     if prev != n:
         raise VerificationError("head-missing", f"entries after size {prev} have no recorded tree head",
                                 seq=prev)
-    current_root = _root_from_levels(levels, n)
-    summary: dict[str, Any] = {"size": n, "root": current_root.hex(), "entries": n,
-                               "spans": span_count, "tiles": tile_count, "heads": len(heads), "checkpoints": 0,
-                               "external_checkpoints": 0, "since": None, "deep": deep}
 
+
+def _open_checked(note: str, where: str, verifier: Any, levels: list[bytes], n: int) -> Checkpoint:
+    from ledger.journal.note import open_checkpoint
+
+    try:
+        cp = open_checkpoint(note, verifier)
+    except VerificationError as exc:
+        raise VerificationError("checkpoint-signature", f"{where}: {exc}") from exc
+    except MalformedInput as exc:
+        raise VerificationError("checkpoint-signature", f"{where}: malformed checkpoint: {exc}") from exc
+    if cp.size > n:
+        raise VerificationError("checkpoint-ahead",
+                                f"{where} covers {cp.size} entries but the log holds {n}: "
+                                "the journal was truncated or rolled back", seq=n)
+    computed_cp_root = root_from_levels(levels, cp.size)
+    if computed_cp_root != cp.root:
+        raise VerificationError("checkpoint-root", f"{where}: signed root does not match the log at size {cp.size}",
+                                seq=max(cp.size - 1, 0), expected=cp.root.hex(), computed=computed_cp_root.hex())
+    return cp
+
+
+def _check_checkpoints(store: Store, verifier: Any, external_dir: Path | None, since: bool,
+                       levels: list[bytes], n: int, summary: dict[str, Any]) -> dict[str, Checkpoint]:
+    """Step 8: every checkpoint of the database and of the checkpoint folder; fills ``summary``'s
+    counts and returns the database's notes as opened."""
     stored_cps = store.checkpoints()
     external: list[tuple[str, str]] = []
     if external_dir is not None and external_dir.is_dir():
@@ -300,33 +367,14 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     if (stored_cps or external or since) and verifier is None:
         raise KeyMaterialError("checkpoints need the verifier key to check: "
                                "pass --vkey or run `ledger keys init` (verify never creates keys)")
-    from ledger.journal.note import open_checkpoint
-
-    def check_cp(note: str, where: str) -> Any:
-        try:
-            cp = open_checkpoint(note, verifier)
-        except VerificationError as exc:
-            raise VerificationError("checkpoint-signature", f"{where}: {exc}") from exc
-        except MalformedInput as exc:
-            raise VerificationError("checkpoint-signature", f"{where}: malformed checkpoint: {exc}") from exc
-        if cp.size > n:
-            raise VerificationError("checkpoint-ahead",
-                                    f"{where} covers {cp.size} entries but the log holds {n}: "
-                                    "the journal was truncated or rolled back", seq=n)
-        computed_cp_root = _root_from_levels(levels, cp.size)
-        if computed_cp_root != cp.root:
-            raise VerificationError("checkpoint-root", f"{where}: signed root does not match the log at size {cp.size}",
-                                    seq=max(cp.size - 1, 0), expected=cp.root.hex(), computed=computed_cp_root.hex())
-        return cp
-
     latest_db = -1
     misfiled_cp = store.misfiled_checkpoint()
     if misfiled_cp is not None:
         raise VerificationError("checkpoint-signature", f"checkpoint row {misfiled_cp[0]} holds a "
                                 f"{misfiled_cp[1]}, not a signed note", seq=max(misfiled_cp[0] - 1, 0))
-    opened: dict[str, Any] = {}
+    opened: dict[str, Checkpoint] = {}
     for size, note in stored_cps:
-        cp = check_cp(note, f"checkpoint {size} in the database")
+        cp = _open_checked(note, f"checkpoint {size} in the database", verifier, levels, n)
         if cp.size != size:
             raise VerificationError("checkpoint-signature", f"checkpoint row {size} holds a note for size {cp.size}")
         latest_db = max(latest_db, size)
@@ -334,7 +382,7 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
     summary["checkpoints"] = len(stored_cps)
     latest_ext = -1
     for where, note in external:
-        latest_ext = max(latest_ext, int(check_cp(note, f"checkpoint file {where}").size))
+        latest_ext = max(latest_ext, int(_open_checked(note, f"checkpoint file {where}", verifier, levels, n).size))
     summary["external_checkpoints"] = len(external)
     if latest_ext > latest_db:
         raise VerificationError("checkpoint-missing",
@@ -342,27 +390,28 @@ def verify_store(store: Store, *, verifier: Any = None, since: str | None = None
                                 f"(latest in the database: {latest_db})", seq=latest_ext)
     if stored_cps:
         summary["checkpoint_size"] = stored_cps[-1][0]
+    return opened
 
-    if since is not None:
+
+def _check_since(since: str, verifier: Any, levels: list[bytes], n: int,
+                 current_root: bytes) -> dict[str, Any]:
+    """Step 9: the current tree extends the given checkpoint's tree."""
+    from ledger.journal.note import open_checkpoint
+
+    try:
+        cp = open_checkpoint(since, verifier)
+    except MalformedInput as exc:
+        raise MalformedInput(f"--since: {exc}") from exc
+    except VerificationError as exc:
+        raise VerificationError("checkpoint-signature", f"--since checkpoint: {exc}") from exc
+    if cp.size > n:
+        raise VerificationError("consistency", f"the given checkpoint covers {cp.size} entries but the log "
+                                f"holds {n}: the journal was truncated or rolled back", seq=n)
+    if cp.size > 0:  # every tree extends the empty one; RFC 9162 has no proof from size 0
+        proof = merkle.consistency_proof(cp.size, n, fetch_from(levels))
         try:
-            cp = open_checkpoint(since, verifier)
-        except MalformedInput as exc:
-            raise MalformedInput(f"--since: {exc}") from exc
+            merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
         except VerificationError as exc:
-            raise VerificationError("checkpoint-signature", f"--since checkpoint: {exc}") from exc
-        if cp.size > n:
-            raise VerificationError("consistency", f"the given checkpoint covers {cp.size} entries but the log "
-                                    f"holds {n}: the journal was truncated or rolled back", seq=n)
-        if cp.size > 0:  # every tree extends the empty one; RFC 9162 has no proof from size 0
-            proof = merkle.consistency_proof(cp.size, n, _fetch_from(levels))
-            try:
-                merkle.verify_consistency(cp.size, n, cp.root, current_root, proof)
-            except VerificationError as exc:
-                raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
-                                        seq=max(cp.size - 1, 0)) from exc
-        summary["since"] = {"size": cp.size, "root": cp.root.hex()}
-    if keep is not None:
-        keep["bodies"] = kept
-        keep["leaves"] = levels[0]
-        keep["checkpoints"] = opened
-    return summary
+            raise VerificationError("consistency", f"the log is not an extension of the given checkpoint: {exc}",
+                                    seq=max(cp.size - 1, 0)) from exc
+    return {"size": cp.size, "root": cp.root.hex()}

@@ -288,26 +288,30 @@ def test_invalid_tile_height_in_meta_refuses_to_open(baseline: Baseline, value: 
         Journal.open(baseline.db, harness=True)
 
 
-def test_keep_hands_over_exactly_the_verified_bytes_leaves_and_checkpoints(baseline: Baseline) -> None:
-    """``keep`` receives every stored body, its leaf hash and every database checkpoint, as verified."""
+def test_check_hands_over_exactly_the_verified_bytes_leaves_and_checkpoints(baseline: Baseline) -> None:
+    """``Journal.check(retain=True)`` returns every stored body, its leaf hash and every database
+    checkpoint, as verified."""
     from ledger.journal.merkle import leaf_hash
     from ledger.journal.note import open_checkpoint
 
-    keep: dict[str, object] = {}
     with Journal.open(baseline.db, harness=True) as j:
-        j.verify(verifier=baseline.keys.verifier, keep=keep)
+        got = j.check(verifier=baseline.keys.verifier, retain=True)
         stored = [e.raw for e in j.entries()]
         notes = [note for _size, note in j.store.checkpoints()]
-    assert keep["bodies"] == stored and len(stored) == SIZE
-    assert keep["leaves"] == b"".join(leaf_hash(b) for b in stored)
-    assert keep["checkpoints"] == {n: open_checkpoint(n, baseline.keys.verifier) for n in notes}
+        plain = j.check(verifier=baseline.keys.verifier)
+    assert got.bodies == stored and len(stored) == SIZE
+    assert got.leaves == b"".join(leaf_hash(b) for b in stored)
+    assert dict(got.checkpoints) == {n: open_checkpoint(n, baseline.keys.verifier) for n in notes}
+    assert plain.bodies is None and plain.summary == got.summary  # retained only when asked
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.check is not None and not c.bug], ids=lambda c: c.name)
-def test_keep_stays_empty_when_verify_fails(case: TamperCase, baseline: Baseline) -> None:
-    """A journal that fails verify hands nothing over: no unverified bytes reach the audit."""
+def test_check_hands_nothing_over_when_verify_fails(case: TamperCase, baseline: Baseline) -> None:
+    """A journal that fails verify hands nothing over: the check raises, naming the failed
+    check, so no unverified bytes reach the audit."""
     case.mutate(baseline)
-    keep: dict[str, object] = {}
-    with pytest.raises(VerificationError), Journal.open(baseline.db, harness=True) as j:
-        j.verify(since=baseline.note12 if case.since else None, verifier=baseline.keys.verifier, keep=keep)
-    assert keep == {}
+    got: list[object] = []
+    with pytest.raises(VerificationError) as exc, Journal.open(baseline.db, harness=True) as j:
+        got.append(j.check(since=baseline.note12 if case.since else None,
+                           verifier=baseline.keys.verifier, retain=True))
+    assert got == [] and exc.value.check == case.check
