@@ -165,7 +165,11 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     (which says no view was recorded); with several, one result whose views are all of theirs
     and which is reproduced only when every one of them is.
     """
-    seen = [e for e in entries if e.run == run_id]
+    # the run's entries are held in memory to see which evaluators recorded views before
+    # replaying; building that list with the cyclic collector running cost more than the
+    # statistics view itself (benchmarks/replay.py, ``stats_replay``): paused, as in the fold
+    with views.cyclic_gc_paused():
+        seen = [e for e in entries if e.run == run_id]
     recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
     if Statistics.name in recorded and "bench" not in recorded:
         # the golden and statistics views are views of one fold: replayed in one pass

@@ -427,7 +427,7 @@ def _diff(rec: Any, comp: Any, path: str, out: list[ViewDiff]) -> None:
 
 
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a large run is folded.
 
     A fold allocates a few objects per entry and keeps a growing state; every collection pass
@@ -465,7 +465,7 @@ def replay(entries: Iterable[Entry], run_id: str, *,
     state.other_views = {name: fn for name, (_, fn) in others.items()}
     names = ([EVALUATOR_NAME] if golden else []) + sorted(others)
     label = " and ".join(names)
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         state = fold_all(entries, state)
     views: list[ReplayedView] = []
     for rv in state.recorded_views:

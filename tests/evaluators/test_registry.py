@@ -83,3 +83,28 @@ def test_the_bench_evaluator_is_named_as_the_leaderboard_module_names_it() -> No
     """The registry spells the bench name and version itself; they must be leaderboard.py's."""
     ev = Leaderboard()
     assert (ev.name, ev.version, ev.kinds) == (lb.BENCH_EVALUATOR, lb.BENCH_VERSION, lb.KNOWN_KINDS)
+
+
+def test_replay_run_pauses_the_cyclic_collector_only_while_it_reads() -> None:
+    """The run's entries are collected with the cyclic GC paused (its passes over a growing list
+    of entries cost more than the statistics view: benchmarks/replay.py), and the collector is
+    left as it was found, enabled or not."""
+    import gc
+
+    b = sample_run()
+    seen: list[bool] = []
+
+    def spying() -> object:
+        for e in b.entries:
+            seen.append(gc.isenabled())
+            yield e
+
+    assert gc.isenabled()
+    assert replay_run(spying(), b.run).reproduced
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        replay_run(b.entries, b.run)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
