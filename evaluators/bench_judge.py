@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import re
+import statistics
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -341,10 +342,85 @@ def composite(scores: Mapping[str, float] | None) -> float | None:
     return float(sum(scores[d] for d in DIMENSIONS))
 
 
+# ------------------------------------------------------------------------------- verdicts read back
+# (what the bench leaderboard, evaluators/leaderboard.py, folds from the journaled judge calls)
+
+def call_verdicts(prompt: Mapping[str, Any], raw: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """One verdict per response in a judge call, parsed again from the journaled answer."""
+    label_map = prompt.get("labels")
+    if not isinstance(label_map, dict):
+        return []
+    wanted = sorted(str(k) for k in label_map)
+    if raw is None:
+        parsed_scores: dict[str, Any] = dict.fromkeys(wanted)
+        reasons = dict.fromkeys(wanted, "the judge call has no recorded answer")
+    elif raw.get("status") != "ok":
+        parsed_scores = dict.fromkeys(wanted)
+        reasons = dict.fromkeys(wanted, f"the judge {raw.get('status', 'failed')}")
+    else:
+        parsed = parse_scores(str(raw.get("text", "")), wanted)
+        parsed_scores = dict(parsed.scores)
+        reasons = dict(parsed.reasons)
+    out = []
+    for label in wanted:
+        scores = parsed_scores.get(label)
+        out.append({
+            "call": prompt.get("call"), "judge": prompt.get("judge"), "round": prompt.get("round"),
+            "pass": prompt.get("pass"), "label": label, "agent": label_map[label],
+            "scores": scores, "status": "scored" if scores is not None else "UNSCORED",
+            "reason": reasons.get(label, ""),
+            "own_family": bool((prompt.get("own_family") or {}).get(label_map[label], False)),
+        })
+    return out
+
+
+def median_scores(score_list: Sequence[Mapping[str, int]]) -> dict[str, float] | None:
+    if not score_list:
+        return None
+    return {d: float(statistics.median([s[d] for s in score_list])) for d in DIMENSIONS}
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
+def swap_check(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Pairs whose preference reversed between a judge's primary and reversed-order passes."""
+    by_key: dict[tuple[str, str, str], dict[str, float]] = {}
+    for v in verdicts:
+        if v["scores"] is None:
+            continue
+        key = (str(v["judge"]), str(v["round"]), str(v["pass"]))
+        by_key.setdefault(key, {})[str(v["agent"])] = float(sum(v["scores"][d] for d in DIMENSIONS))
+    calls = []
+    total_pairs = total_flips = 0
+    for (judge, round_name, pass_name), primary in sorted(by_key.items()):
+        if pass_name != PASS_PRIMARY or (judge, round_name, PASS_SWAP) not in by_key:
+            continue
+        swapped = by_key[(judge, round_name, PASS_SWAP)]
+        agents = sorted(set(primary) & set(swapped))
+        pairs = flips = 0
+        flipped: list[list[str]] = []
+        for i, a in enumerate(agents):
+            for b in agents[i + 1:]:
+                pairs += 1
+                if _sign(primary[a] - primary[b]) != _sign(swapped[a] - swapped[b]):
+                    flips += 1
+                    flipped.append([a, b])
+        changed = sum(1 for a in agents if primary[a] != swapped[a])
+        calls.append({"judge": judge, "round": round_name, "pairs": pairs, "flips": flips,
+                      "flipped": flipped, "scores_changed": changed})
+        total_pairs += pairs
+        total_flips += flips
+    return {"checked": bool(calls), "pairs": total_pairs, "flips": total_flips, "calls": calls}
+
+
+
 __all__ = [
     "DIMENSIONS", "JUDGE_PROMPT_VERSION", "OFFLINE_JUDGE", "PASS_PRIMARY", "PASS_SWAP", "ROUNDS",
     "ROUND_CODE", "ROUND_CODE_REVISED", "ROUND_TESTS", "ROUND_TESTS_REVISED", "TOTAL_INPUT_CHARS",
-    "UNSCORED", "Assignment", "JudgePrompt", "ParsedVerdict", "assign_judges", "composite",
+    "UNSCORED", "Assignment", "JudgePrompt", "ParsedVerdict", "assign_judges", "call_verdicts",
+    "composite", "median_scores", "swap_check",
     "cut", "family_of", "judge_prompt", "labels", "parse_scores", "presentation_order",
     "strip_self_eval", "truncation_limit",
 ]
