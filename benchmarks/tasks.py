@@ -115,7 +115,7 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
     change applied (here the reference patch stands for the agent's), the hidden test patch
     installed, the hidden suite run (in the grading sandbox when bubblewrap works) and its JUnit
     report parsed. Baseline: the same test command run bare in a prepared tree."""
-    from ledger.run.attempt import _task_programs
+    from ledger.run.attempt import task_programs
     from ledger.sandbox import bwrap_command, sandbox_status
     from ledger.sandbox.setup import grading_policy, hidden_paths
 
@@ -144,7 +144,7 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
                 if sandboxed:
                     policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
                                             hidden=hidden_paths(task.root), path_env=tool_env(grade)["PATH"],
-                                            programs=_task_programs(task))
+                                            programs=task_programs(task))
 
                     def wrap(cmd: list[str]) -> list[str]:
                         return bwrap_command(policy, cmd)

@@ -77,8 +77,11 @@ PHASES = {
     "ledger.run.process": ("_wait_tracer", "kill_attempt_processes", "_tracers"),
     # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
     "ledger.run.trace": ("TraceFollower.finish",),
-    "ledger.run.attempt": ("load_plan_task", "_commit", "create_workspace", "take_diff",
-                           "install_hidden_tests"),
+    # the attempt's steps, patched where the pipeline calls them
+    "ledger.run.attempt.pipeline": ("load_plan_task", "commit_ground_truth", "create_workspace",
+                                    "take_diff"),
+    "ledger.run.attempt.grade": ("install_hidden_tests",),
+    "ledger.run.attempt.expected": ("install_hidden_tests",),
 }
 
 

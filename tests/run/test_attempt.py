@@ -269,7 +269,7 @@ def test_agent_that_destroys_its_worktree_is_still_recorded(tasks: dict[str, Tas
 
 def test_streamed_agent_text_is_a_model_turn() -> None:
     """Text the agent's transcript stream gives is journaled with role assistant; other events are untouched."""
-    from ledger.run.attempt import _streamed
+    from ledger.run.attempt.agent import streamed as _streamed
 
     assert _streamed(("agent.output", {"stream": "stdout", "text": "I will fix it."})) == (
         "agent.output", {"stream": "stdout", "text": "I will fix it.", "role": "assistant"})
@@ -279,7 +279,7 @@ def test_streamed_agent_text_is_a_model_turn() -> None:
 def test_a_worker_builds_a_commitment_once_per_task_and_key(tasks: dict[str, Task]) -> None:
     """The commitment is kept per (task hash, folder, key): the same task and key give the very
     same commitment; another key or another task gives its own (never a stale one)."""
-    from ledger.run.attempt import _commitment
+    from ledger.run.attempt.prepare import commitment_of as _commitment
 
     add, sub = tasks["fix-add"], tasks["fix-sub"]
     first = _commitment(add, KEY)

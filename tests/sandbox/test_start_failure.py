@@ -218,15 +218,15 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
     nothing ran and nothing is CLEAN; after it, the agent's own run stands."""
     import inspect
 
-    import ledger.run.attempt as attempt
+    import ledger.run.attempt.expected as expected
     import ledger.sandbox.setup as setup
 
     real = setup.grading_policy
-    monkeypatch.setattr(attempt, "_EXPECTED", {})  # collect afresh, whatever ran before
+    monkeypatch.setattr(expected, "_EXPECTED", {})  # collect afresh, whatever ran before
 
     def bad(**kwargs: Any) -> SandboxPolicy:
         policy = real(**kwargs)
-        grading = any(f.function == "_prepare_grading" for f in inspect.stack())
+        grading = any(f.function == "prepare_grading" for f in inspect.stack())
         if grading != (when == "grading-after-the-agent"):
             return policy
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))

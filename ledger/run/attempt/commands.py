@@ -1,0 +1,303 @@
+"""Running a task's test commands and completion signals in the worktree (or its grading
+sandbox): the data of a ``test.result``, ``test.baseline`` or ``signal.result`` entry.
+
+A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``) and is judged
+by ``evaluators.grading`` from its records; any other command by its exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ledger.errors import LedgerError
+from ledger.run.attempt.canaries import split_canaries
+from ledger.run.attempt.events import Redact
+from ledger.run.process import bound_text
+from ledger.run.workspace import Workspace
+from ledger.tasks.checks import (  # the one runner and signal check (tasks validate uses them)
+    SIGNAL_TIMEOUT_S,
+    check_file_signal,
+    python_argv,
+    run_command,
+    signal_argv,
+)
+from ledger.tasks.model import Signal
+
+if TYPE_CHECKING:
+    from attest.canary import Derived
+
+MESSAGE_LIMIT = 500  # bytes of a test failure message
+MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
+DEFAULT_TEST_TIMEOUT_S = SIGNAL_TIMEOUT_S  # the limit tasks validate uses too (ledger.tasks.checks)
+
+
+def tool_env(ws: Workspace) -> dict[str, str]:
+    """The environment for tests and signals: the harness's Python first, a private HOME, and
+    none of the user's secrets."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
+    return {
+        "PATH": path,
+        "HOME": str(ws.home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": str(ws.scratch),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+        # Task tests are plain pytest: the harness's own plugins (hypothesis, ...) are not loaded.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
+def is_pytest(argv: Sequence[str]) -> bool:
+    return any(os.path.basename(a) in ("pytest", "py.test") for a in argv)
+
+
+def first_line(text: str | None, redact: Redact) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return bound_text(redact(line), MESSAGE_LIMIT)[0]
+
+
+def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]] | None:
+    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report.
+    (The bench's checks read one; grading never does: a report file is forgeable.)"""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    tests: list[dict[str, str]] = []
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        test_id = f"{classname}::{name}" if classname else name
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                message = child.get("message") or (child.text or "")
+                if outcome in ("failed", "error"):
+                    break
+        counts[outcome] += 1
+        if len(tests) < MAX_TESTS:
+            tests.append({"id": test_id, "outcome": outcome, "message": first_line(message, redact)})
+    return counts, tests
+
+
+Wrap = Callable[[list[str]], list[str]]  # argv -> the argv that runs it in a sandbox
+
+
+def no_wrap(argv: list[str]) -> list[str]:
+    return argv
+
+
+def _reported(report: Any, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]]:
+    """Counts and the per-test list of a reporter's records (bounded, messages redacted)."""
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    tests: list[dict[str, str]] = []
+    for tid, rec in report.tests.items():
+        counts[rec["outcome"]] += 1
+        if len(tests) < MAX_TESTS:
+            item = {"id": tid, "outcome": rec["outcome"],
+                    "message": first_line(rec["message"], redact)}
+            if rec["reported"] != rec["outcome"]:
+                item["reported"] = rec["reported"]
+            tests.append(item)
+    return counts, tests
+
+
+class SandboxStartFailed(LedgerError):
+    """The grading sandbox never ran its command (bwrap's message): the harness's failure."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"the {stage} sandbox did not start: {message}")
+        self.stage = stage
+        self.message = message
+
+
+class SandboxWrap:
+    """A ``Wrap`` into ``policy``'s sandbox that tells a sandbox that never started from a
+    command that failed (``ledger.sandbox.bwrap.StartStatus``): ``run_command`` gets its
+    ``pass_fds``, then ``check`` raises ``SandboxStartFailed`` with bwrap's message."""
+
+    def __init__(self, policy: Any, stage: str, redact: Redact, limits: Any = None) -> None:
+        self.policy, self.stage, self.redact = policy, stage, redact
+        self._status: Any = None
+        self.limits = limits  # an ``Enforcement``: its init script and preexec (the limits)
+        self.preexec = limits.preexec if limits is not None else None
+
+    def __call__(self, argv: list[str]) -> list[str]:
+        from ledger.sandbox.bwrap import StartStatus, bwrap_command
+
+        if self._status is not None:
+            self._status.close()
+        self._status = StartStatus()
+        init = self.limits.init_script() if self.limits is not None else ()
+        return bwrap_command(self.policy, argv, extra=self._status.args(), init=init)
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return self._status.pass_fds if self._status is not None else ()
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.close()
+            self._status = None
+
+    def check(self, code: int, timed_out: bool, log: Path) -> None:
+        status, self._status = self._status, None
+        if status is None:
+            return
+        try:
+            head = log.read_bytes()[:4096].decode("utf-8", "replace") if log.exists() else ""
+        except OSError:
+            head = ""
+        failure = None if timed_out else status.failure(code, head)
+        status.close()
+        if failure is not None:
+            raise SandboxStartFailed(self.stage, self.redact(failure))
+
+
+def _run_wrapped(wrap: Wrap, argv: list[str], *, cwd: Path, env: Mapping[str, str],
+                 timeout: float, output: Path,
+                 pass_fds: Sequence[int] = ()) -> tuple[int, float, bool]:
+    """``run_command`` of ``wrap(argv)``; a ``SandboxWrap`` checks that its sandbox started."""
+    wrapped = wrap(argv)
+    result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, output=output,
+                         pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())),
+                         preexec=getattr(wrap, "preexec", None))
+    if isinstance(wrap, SandboxWrap):
+        wrap.check(result[0], result[2], output)
+    return result
+
+
+def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
+              timeout: float, label: str | None = None,
+              extra_env: Mapping[str, str] | None = None, wrap: Wrap = no_wrap,
+              expected: Sequence[str] | None = None, required: str = "passed",
+              collect_only: bool = False, extra_allowed: bool = False,
+              canaries: Derived | None = None,
+              canary_out: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Run a test command in the worktree: the data of a ``test.result`` (or baseline) entry.
+
+    A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``), whose
+    records arrive over an inherited pipe; ``evaluators.grading.suite_verdict`` decides from
+    them and ``expected`` (the ids fixed before the agent started). Any other command's exit
+    code decides (``outcomes: "exit-code"``). ``wrap`` turns the command line into one that
+    runs in the grading sandbox. With ``canaries`` (test canaries mixed into the
+    session) their records are taken out before anything else sees the report: ``canary_out``
+    gets their outcomes, the entry only their counts (``canaries``)."""
+    from evaluators.grading import recorded_tests, suite_verdict
+    from ledger.sandbox.outcomes import ReportChannel, pytest_args
+
+    argv = python_argv(command)
+    env = {**tool_env(ws), **(extra_env or {})}
+    log = ws.scratch / f"{label or suite}.log"
+    if not is_pytest(argv):
+        code, duration, timed_out = _run_wrapped(wrap, argv, cwd=ws.worktree, env=env,
+                                                 timeout=timeout, output=log)
+        return {"suite": suite, "command": list(command), "exit_code": code, "passed": code == 0,
+                "duration_s": round(duration, 6), "outcomes": "exit-code", "timed_out": timed_out,
+                "counts": {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, "tests": []}
+    channel = ReportChannel()
+    try:
+        argv = [*argv, *pytest_args(), *(["--collect-only", "-q"] if collect_only else [])]
+        code, duration, timed_out = _run_wrapped(
+            wrap, argv, cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
+            output=log, pass_fds=channel.pass_fds)
+        report = channel.collect()
+    except BaseException:
+        channel.close()
+        raise
+    report.tests, seen, canary_counts = split_canaries(report.tests, canaries)
+    if canary_out is not None:
+        canary_out.update(seen)
+    counts, tests = _reported(report, redact)
+    summary = report.summary()
+    data: dict[str, Any] = {
+        "suite": suite,
+        "command": list(command),
+        "exit_code": code,
+        "duration_s": round(duration, 6),
+        "outcomes": "reporter",
+        "timed_out": timed_out,
+        "report": summary,
+        "counts": counts,
+        "tests": tests,
+    }
+    if canary_counts is not None:
+        data["canaries"] = canary_counts
+    if collect_only:
+        data["collected"] = list(report.collected)
+        data["passed"] = report.ended and code == 0 and bool(report.collected)
+        return data
+    verdict = suite_verdict(exit_code=code, timed_out=timed_out, report=summary,
+                            tests=recorded_tests(tests) if len(report.tests) <= MAX_TESTS else {
+                                t: (r["outcome"], r["reported"]) for t, r in report.tests.items()},
+                            expected=expected, required=required, extra_allowed=extra_allowed,
+                            canaries=canary_counts)
+    data["passed"] = verdict.passed
+    if extra_allowed:
+        data["extra_allowed"] = True
+    if expected is not None:
+        data["expected"] = len(expected)
+    if verdict.anomalies:
+        data["anomalies"] = verdict.as_data()
+    return data
+
+
+def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
+               timeout: float, wrap: Wrap = no_wrap) -> dict[str, Any]:
+    """Evaluate one completion signal: the data of a ``signal.result`` entry.
+
+    A ``python -c`` signal runs under the end-record wrapper (``ledger.sandbox.outcomes``): it
+    passes only when its code ran to its end (``outcomes: "end-record"``); other commands by
+    their exit code (``"exit-code"``)."""
+    from evaluators.grading import signal_verdict
+    from ledger.sandbox.outcomes import ReportChannel, python_c_code
+    from ledger.sandbox.outcomes import signal_argv as wrapped
+
+    extra: dict[str, Any] = {}
+    if sig.kind == "command":
+        argv = signal_argv(sig)
+        log = ws.scratch / f"signal-{index}.log"
+        env = tool_env(ws)
+        if python_c_code(argv) is not None:
+            argv, more = wrapped(argv)
+            channel = ReportChannel()
+            try:
+                code, duration, timed_out = _run_wrapped(
+                    wrap, list(argv), cwd=ws.worktree, env={**env, **more, **channel.env()},
+                    timeout=timeout, output=log, pass_fds=channel.pass_fds)
+                report = channel.collect()
+            except BaseException:
+                channel.close()
+                raise
+            verdict = signal_verdict(exit_code=code, expect_exit=sig.expect_exit,
+                                     timed_out=timed_out, ended=report.ended,
+                                     exitstatus=report.exitstatus)
+            passed = verdict.passed
+            extra = {"outcomes": "end-record", "exit_code": code, "timed_out": timed_out,
+                     "duration_s": round(duration, 6),
+                     "ended": report.ended, "exitstatus": report.exitstatus}
+            if verdict.anomalies:
+                extra["anomalies"] = verdict.as_data()
+        else:
+            code, duration, timed_out = _run_wrapped(
+                wrap, list(argv), cwd=ws.worktree, env=env, timeout=timeout, output=log)
+            passed = code == sig.expect_exit and not timed_out
+            extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out,
+                     "duration_s": round(duration, 6)}
+        detail = f"exit {code}, expected {sig.expect_exit}" + (" (timed out)" if timed_out else "")
+        if extra.get("anomalies"):
+            detail += "; " + extra["anomalies"][0]["detail"]
+        if not passed:
+            tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+            if tail:
+                detail += ": " + first_line(tail[-1], redact)
+    else:
+        passed, detail = check_file_signal(sig, ws.worktree)
+    return {"index": index, "signal": sig.as_dict(), "passed": passed, "detail": detail, **extra}

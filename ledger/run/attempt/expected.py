@@ -1,0 +1,87 @@
+"""The hidden test ids fixed before the agent starts (the ``grading.expected`` entry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import TaskError
+from ledger.run.attempt.commands import (
+    SandboxWrap,
+    is_pytest,
+    no_wrap,
+    python_argv,
+    run_suite,
+    tool_env,
+)
+from ledger.run.attempt.prepare import commit_ground_truth, hidden_for, task_programs
+from ledger.run.contracts import AttemptPlan
+from ledger.run.workspace import Workspace, create_grading_tree, install_hidden_tests, remove_tree
+from ledger.tasks.model import Task
+
+_EXPECTED: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a worker's collected ids
+_EXPECTED_MAX = 64
+
+
+def expected_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
+                     timeout: float) -> dict[str, Any] | None:
+    """The ``grading.expected`` entry: the hidden test ids fixed before the agent starts.
+
+    A task graded by test ids lists them (FAIL_TO_PASS + PASS_TO_PASS); a pytest hidden suite
+    is collected by the harness's reporter in a fresh copy of the starting tree with the hidden
+    tests installed (in the grading sandbox when the attempt is sandboxed), or, when a module
+    fails to collect there (the tests import what the agent is to write), with the reference
+    solution applied. Kept per worker by task hash. None: the task's own runner decides."""
+    if not is_pytest(python_argv(task.hidden_test_command)):
+        return None
+    if task.graded_by_ids:
+        ids = [*task.fail_to_pass, *task.pass_to_pass]
+        return {"suite": "hidden", "source": "task", "task_hash": task.hash,
+                "count": len(ids), "ids": ids}
+    key = (task.hash, str(Path(task.root).resolve()), isolated)
+    cached = _EXPECTED.get(key)
+    if cached is None:
+        cached = _collect_hidden(plan, task, ws, isolated, timeout)
+        if len(_EXPECTED) >= _EXPECTED_MAX:
+            _EXPECTED.clear()
+        _EXPECTED[key] = cached
+    return dict(cached)
+
+
+def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
+                    timeout: float) -> dict[str, Any]:
+    from ledger.tasks.apply import apply_solution, hidden_env
+
+    result: dict[str, Any] = {}
+    for source in ("collected", "collected-with-solution"):
+        tree = create_grading_tree(task, parent=ws.root)
+        try:
+            if source == "collected-with-solution":
+                apply_solution(task, tree.worktree, env=tool_env(tree))
+            install_hidden_tests(tree, task)
+            wrap = no_wrap
+            if isolated:
+                from ledger.sandbox.setup import grading_policy
+
+                policy = grading_policy(worktree=tree.worktree, home=tree.home,
+                                        scratch=tree.scratch, hidden=hidden_for(task, plan.config),
+                                        path_env=tool_env(tree).get("PATH", ""),
+                                        programs=task_programs(task))
+                wrap = SandboxWrap(policy, "grading", commit_ground_truth(task, plan.config)[1])
+            verifier = tree.scratch / "verifier"
+            verifier.mkdir(mode=0o700)
+            result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,
+                               timeout=timeout, extra_env=hidden_env(task, tree.worktree, verifier),
+                               wrap=wrap, label="collect", collect_only=True)
+        finally:
+            remove_tree(tree.root)
+        if result["report"]["ended"] and not result["report"]["collect_errors"]:
+            break
+    report = result["report"]
+    if not report["ended"] or report["collect_errors"] or not result["collected"]:
+        raise TaskError(f"task {task.id}: the hidden tests cannot be collected in the starting "
+                        f"tree ({report['collect_errors']} collection error(s), "
+                        f"{len(result['collected'])} collected, exit {result['exit_code']}); "
+                        "nothing was graded")
+    return {"suite": "hidden", "source": source, "task_hash": task.hash,
+            "count": len(result["collected"]), "ids": list(result["collected"])}

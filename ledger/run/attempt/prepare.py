@@ -1,0 +1,126 @@
+"""Preparing an attempt: its task (hash checked), its agent, its ground-truth commitment and
+redactor, its limits, whether it is sandboxed, and the grading tree with its sandbox policy."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ledger.errors import TaskError
+from ledger.run.attempt.commands import tool_env
+from ledger.run.contracts import AttemptPlan
+from ledger.run.workspace import Workspace, create_grading_tree
+from ledger.tasks.model import Task
+
+if TYPE_CHECKING:
+    from attest.redact import Redactor
+
+
+def load_plan_task(plan: AttemptPlan) -> Task:
+    """The task the plan names; its hash must be the one the journal recorded."""
+    from ledger.tasks.loader import load_task
+
+    task = load_task(Path(plan.task_root), tier=plan.config.get("tier"))
+    expected = plan.config.get("task_hash")
+    if expected and task.hash != expected:
+        raise TaskError(
+            f"task {task.id} changed since the run recorded it (hash {task.hash[:12]}..., "
+            f"journal says {str(expected)[:12]}...)"
+        )
+    return task
+
+
+def attempt_limits(plan: AttemptPlan, task: Task) -> Any:
+    """The attempt's ``Limits``: the defaults, ``ledger.toml``'s ``[limits]``, the task's."""
+    from ledger.sandbox.limits import resolve_limits
+
+    return resolve_limits(plan.config.get("limits"), getattr(task, "limits", None))
+
+
+def baseline_tree(ws: Workspace) -> Workspace:
+    """The attempt's worktree with a home and a temp folder for the public tests alone."""
+    root = ws.root / "baseline"
+    home, scratch = root / "home", root / "scratch"
+    for folder in (root, home, scratch):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return dataclasses.replace(ws, home=home, scratch=scratch, pending_git=None)
+
+
+def isolated_of(cfg: Mapping[str, Any]) -> bool:
+    """Whether this attempt runs sandboxed: the coordinator resolved ``--sandbox`` to ``bwrap``
+    (this node must then have a working bubblewrap: exit 3 otherwise) or to ``none``."""
+    mode = cfg.get("sandbox", "none")
+    if mode == "none":
+        return False
+    from ledger.sandbox import sandbox_status
+
+    return sandbox_status("bwrap" if mode == "bwrap" else str(mode)).mode == "bwrap"
+
+
+def hidden_for(task: Task, cfg: Mapping[str, Any]) -> list[str]:
+    from ledger.sandbox.setup import hidden_paths
+
+    return hidden_paths(task.root, cfg.get("sandbox_hidden") or ())
+
+
+def task_programs(task: Task) -> list[str]:
+    """Test programs a task names by absolute path outside the system folders (an imported
+    task's virtualenv interpreter): the grading sandbox must be able to read their tree."""
+    commands = (task.test_command if task.graded_by_ids else task.hidden_test_command, task.regression_command)
+    return [c[0] for c in commands
+            if c and c[0].startswith("/") and not c[0].startswith(("/usr/", "/bin/", "/sbin/", "/lib"))]
+
+
+def prepare_grading(plan: AttemptPlan, task: Task, ws: Workspace) -> tuple[Workspace, Any]:
+    """The grading tree (a fresh copy of the task's starting repo, inside the attempt's folder:
+    removed with it, after the attempt has reported; no agent's sandbox shows it) and the
+    grading sandbox's policy. Nothing of the agent's, nothing hidden: it may be made early."""
+    from ledger.sandbox.setup import grading_policy
+
+    grade = create_grading_tree(task, parent=ws.root)
+    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
+                            hidden=hidden_for(task, plan.config),
+                            path_env=tool_env(grade).get("PATH", ""),
+                            programs=task_programs(task))
+    return grade, policy
+
+
+def resolve_plan_agent(plan: AttemptPlan) -> Any:
+    from ledger.run.agents import resolve_agent
+
+    return resolve_agent(plan.agent_spec, config=plan.config.get("named_agents") or {})
+
+
+_COMMITMENTS: dict[tuple[str, str, bytes], Any] = {}  # a worker's commitments, by task and key
+_COMMITMENTS_MAX = 64
+
+
+def commitment_of(task: Task, key: bytes) -> Any:
+    """``commitment_for_task``, kept per worker: it is a function of the task's files (their
+    hash, checked against the run's by ``load_plan_task``), its folder and the key."""
+    from attest.material import commitment_for_task
+
+    cache_key = (task.hash, str(Path(task.root).resolve()), key)
+    commitment = _COMMITMENTS.get(cache_key)
+    if commitment is None:
+        commitment = commitment_for_task(task, key=key)
+        if len(_COMMITMENTS) >= _COMMITMENTS_MAX:
+            _COMMITMENTS.clear()
+        _COMMITMENTS[cache_key] = commitment
+    return commitment
+
+
+def commit_ground_truth(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redactor]:
+    """The ground-truth commitment (emitted before the agent) and the redactor built from it."""
+    from attest.redact import Redactor
+
+    key = cfg.get("commitment_key")
+    if not isinstance(key, bytes | bytearray) or len(key) != 32:
+        raise TaskError("the attempt plan carries no commitment key; nothing was run")
+    from attest.redact import SecretPattern
+
+    commitment = commitment_of(task, bytes(key))
+    secrets = [SecretPattern.from_data(p) for p in cfg.get("secret_patterns") or ()]
+    return commitment.as_data(), Redactor(commitment, bytes(key), secrets=secrets)
