@@ -9,7 +9,7 @@ The file sits next to the ledger directory (``LedgerHome.config_path``)::
     repeat = 1
     timeout = 600               # seconds; overrides every task's time budget
     trace = "auto"              # auto | strace | none
-    sandbox = "auto"            # auto | bwrap | none: isolation of every attempt (bubblewrap)
+    sandbox = "auto"            # auto or a sandbox backend (ledger.sandbox.registry)
     executor = "local"          # local | ray (pip install 'eval-ledger[ray]')
     ray_address = "auto"        # with executor = "ray": an existing cluster (default: a private one)
 
@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import MalformedInput
+from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
 
 TRACE_MODES = ("auto", "strace", "none")
-SANDBOX_MODES = ("auto", "bwrap", "none")
 _RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "sandbox",
              "executor",
              "ray_address"}

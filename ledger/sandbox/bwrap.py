@@ -22,9 +22,9 @@ a sandbox that failed to start exits 1 without one, its reason on stderr (``bwra
 ``check_start(policy)`` starts a policy with a trivial command, the same way (``ledger run``'s
 pre-flight).
 
-``sandbox_status(mode)`` resolves ``auto | bwrap | none`` once per process: ``bwrap`` where it
-cannot work is ``NothingToRun`` (exit 3); ``auto`` falls back to ``none`` with one line saying
-how to get isolation.
+``probe_bwrap()`` checks once per process that bubblewrap works with these exact flags; the
+``bwrap`` backend of the Sandbox port (``ledger.sandbox.bubblewrap``) builds its boxes on this
+module, and ``ledger.sandbox.registry.resolve`` turns ``--sandbox`` into a backend.
 """
 
 from __future__ import annotations
@@ -36,13 +36,12 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import NothingToRun, UsageError
+from ledger.errors import UsageError
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
+from ledger.sandbox.port import SandboxStatus
 
-SANDBOX_MODES = ("auto", "bwrap", "none")
 HOSTNAME = "ledger-sandbox"
 INSTALL_HINT = ("install bubblewrap for isolation (Debian/Ubuntu: apt-get install bubblewrap; "
                 "Fedora: dnf install bubblewrap)")
@@ -180,20 +179,6 @@ def check_start(policy: SandboxPolicy, *, program: str | None = None,
 # --------------------------------------------------------------------------- availability
 
 
-@dataclass(frozen=True)
-class SandboxStatus:
-    """The outcome of resolving a requested mode on this machine."""
-
-    requested: str
-    mode: str  # "bwrap" | "none"
-    reason: str
-    version: str | None = None
-
-    @property
-    def isolation(self) -> str:
-        return "sandbox" if self.mode == "bwrap" else "none"
-
-
 _lock = threading.Lock()
 _probed: tuple[bool, str, str | None] | None = None
 
@@ -244,14 +229,7 @@ def probe_bwrap(*, refresh: bool = False) -> tuple[bool, str, str | None]:
 
 
 def sandbox_status(requested: str) -> SandboxStatus:
-    """Resolve ``auto | bwrap | none`` on this machine (see the module docstring)."""
-    if requested not in SANDBOX_MODES:
-        raise UsageError(f"unknown sandbox mode {requested!r}; use one of {', '.join(SANDBOX_MODES)}")
-    if requested == "none":
-        return SandboxStatus(requested, "none", "isolation disabled (--sandbox none)")
-    ok, reason, version = probe_bwrap()
-    if ok:
-        return SandboxStatus(requested, "bwrap", reason, version)
-    if requested == "bwrap":
-        raise NothingToRun(f"--sandbox bwrap was requested but {reason}; {INSTALL_HINT}")
-    return SandboxStatus(requested, "none", f"no isolation: {reason}; {INSTALL_HINT}")
+    """Resolve ``auto | bwrap | none`` on this machine (``ledger.sandbox.registry.resolve``)."""
+    from ledger.sandbox.registry import resolve
+
+    return resolve(requested)

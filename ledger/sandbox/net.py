@@ -22,7 +22,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ HEAD_LIMIT = 64 * 1024
 CONNECT_TIMEOUT_S = 10.0
 _CHUNK = 65536
 PROXY_PORT = 3128  # inside the sandbox, unless a forwarded endpoint takes it
+FORWARDER = str(Path(__file__).with_name("forwarder.py"))  # run inside, by the interpreter
 
 
 @dataclass
@@ -77,12 +78,23 @@ def _parse_target(method: str, target: str) -> tuple[str, int, str] | None:
 class Proxy:
     """One attempt's proxy (see the module docstring). ``allowed(host, port)`` decides."""
 
-    def __init__(self, socket_path: Path, allowlist: Sequence[str]) -> None:
-        from attest.scan import ScanPolicy
+    def __init__(self, socket_path: Path, allowlist: Sequence[str],
+                 allowed: Callable[[str, int], bool] | None = None) -> None:
+        """``allowed(host, port)`` decides each request (the caller's matcher over
+        ``allowlist``: ``attest.scan.ScanPolicy.endpoint_allowed``); without one, the same
+        matcher is built here (the attempt of ``ledger.run`` before the Sandbox port)."""
+        if allowed is None:
+            from attest.scan import ScanPolicy
+
+            policy = ScanPolicy(worktree="/nonexistent", network_allowlist=tuple(allowlist),
+                                allow_dns=False)
+
+            def allowed(host: str, port: int) -> bool:
+                return policy.endpoint_allowed(host, port, "inet")
 
         self.path = Path(socket_path)
-        self._policy = ScanPolicy(worktree="/nonexistent", network_allowlist=tuple(allowlist),
-                                  allow_dns=False)
+        self.allowlist = tuple(allowlist)
+        self._allowed = allowed
         self.records: list[Connection] = []
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -99,7 +111,7 @@ class Proxy:
         self._accept.start()
 
     def allowed(self, host: str, port: int) -> bool:
-        return self._policy.endpoint_allowed(host, port, "inet")
+        return self._allowed(host, port)
 
     # -- serving --------------------------------------------------------------------------------
 
@@ -248,9 +260,8 @@ def forwarder_command(python: str, socket_path: Path, forward_ports: Sequence[in
     proxy_port = PROXY_PORT
     while proxy_port in forward_ports:
         proxy_port += 1
-    script = str(Path(__file__).with_name("forwarder.py"))
     ports = ",".join(str(p) for p in forward_ports)
-    return [python, "-I", "-S", script, str(socket_path), str(proxy_port), ports, "--",
+    return [python, "-I", "-S", FORWARDER, str(socket_path), str(proxy_port), ports, "--",
             *argv], proxy_port
 
 

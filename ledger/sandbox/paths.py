@@ -1,7 +1,9 @@
 """What of the host a sandboxed program needs, resolved the way the system resolves it.
 
 This module is the one place that knows host paths: the system folders and their merged-/usr
-links, the folders too wide to show, and how a program reaches its installation.
+links, the folders too wide to show, how a program reaches its installation, what of the harness
+a sandbox may read (its interpreter, its package, its pytest reporter) and what none may show
+(the task folder, the packaged golden tasks, the ledger home).
 
     system_binds()          the system folders bound read-only, the top-level links recreated
     install_tree(prog)      what ``prog`` needs read-only: its venv (and base), npm prefix,
@@ -15,6 +17,12 @@ links, the folders too wide to show, and how a program reaches its installation.
     canonical_binds(paths)  readable paths as bwrap can bind them: a path that is, or lies under,
                             a recreated system link becomes its real path, or is dropped when a
                             bound system folder holds it; a path below another is dropped
+    interpreter_paths()     the harness interpreter's installation (as given and resolved)
+    harness_package_dir()   the ``ledger`` package (shown only to agents that run harness code)
+    packaged_tasks_dir()    the golden tasks shipped inside the package (always hidden)
+    hidden_paths(root, x)   what no sandbox may show: a task folder, the packaged tasks, ``x``
+    outside_system(cmds)    the absolute programs of command lines that live outside the system
+                            folders (an imported task's virtualenv interpreter)
 
 A bind keeps its host path (the trace, the scope and the harness mean one file by one name), so
 a path whose bind would land on a link the sandbox itself made (``/bin`` on merged /usr) is the
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections.abc import Iterable, Sequence
 
 # The system: read-only when it is a folder, recreated when it is a symlink (merged /usr).
@@ -293,6 +302,45 @@ def path_trees(path_env: str, hidden: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-__all__ = ["SYSTEM_PATHS", "TOO_WIDE", "canonical_binds", "install_tree", "launcher_root",
+# --------------------------------------------------------------------------- the harness
+
+
+def interpreter_paths() -> list[str]:
+    """The harness interpreter's installation (as given and resolved)."""
+    out: list[str] = []
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+        out += [p, os.path.realpath(p)]
+    return [p for p in dict.fromkeys(out) if p.startswith("/") and p != "/"]
+
+
+def harness_package_dir() -> str:
+    """The ``ledger`` package folder (this module lives in ``ledger/sandbox/``)."""
+    return os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def packaged_tasks_dir() -> str:
+    """The golden tasks shipped in the package (``ledger/tasks/golden``): hidden from every box."""
+    return os.path.join(harness_package_dir(), "tasks", "golden")
+
+
+def hidden_paths(task_root: str | os.PathLike[str], extra: Iterable[str] = ()) -> list[str]:
+    """What no sandbox may show: the task folder, the packaged tasks, ``extra`` (ledger home)."""
+    out = [os.path.realpath(task_root), packaged_tasks_dir()]
+    out += [os.path.realpath(p) for p in extra if isinstance(p, str) and p.startswith("/")]
+    return list(dict.fromkeys(out))
+
+
+SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib")
+
+
+def outside_system(commands: Iterable[Sequence[str] | None]) -> list[str]:
+    """The first words of ``commands`` that are absolute programs outside the system folders
+    (an imported task's virtualenv interpreter): a box must show their installation tree."""
+    return [c[0] for c in commands
+            if c and c[0].startswith("/") and not c[0].startswith(SYSTEM_PREFIXES)]
+
+
+__all__ = ["SYSTEM_PATHS", "SYSTEM_PREFIXES", "harness_package_dir", "hidden_paths",
+           "interpreter_paths", "outside_system", "packaged_tasks_dir", "TOO_WIDE", "canonical_binds", "install_tree", "launcher_root",
            "link_chain", "norm", "path_trees", "real_home", "shebang", "shebang_program",
            "system_binds", "system_folders", "under", "which"]

@@ -14,43 +14,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ledger.errors import UsageError
+from ledger.sandbox.paths import (
+    harness_package_dir,
+    hidden_paths,
+    interpreter_paths,
+    packaged_tasks_dir,
+)
 from ledger.sandbox.policy import PolicyRequest, SandboxPolicy, build_policy, under
 
 # Variables that would point the agent back at the operator's own folders.
 _HOME_VARS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
               "XDG_RUNTIME_DIR", "PIP_CACHE_DIR", "npm_config_cache", "VIRTUAL_ENV")
-
-
-def packaged_tasks_dir() -> str:
-    import ledger.tasks
-
-    return os.path.realpath(Path(ledger.tasks.__file__).parent / "golden")
-
-
-def interpreter_paths() -> list[str]:
-    """The harness interpreter's installation (as given and resolved)."""
-    out: list[str] = []
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
-        out += [p, os.path.realpath(p)]
-    return [p for p in dict.fromkeys(out) if p.startswith("/") and p != "/"]
-
-
-def harness_package_dir() -> str:
-    import ledger
-
-    return os.path.realpath(Path(ledger.__file__).parent)
-
-
-def hidden_paths(task_root: Path, extra: Iterable[str] = ()) -> list[str]:
-    """What no sandbox may show: the task folder, the packaged tasks, ``extra`` (ledger home)."""
-    out = [os.path.realpath(task_root), packaged_tasks_dir()]
-    out += [os.path.realpath(p) for p in extra if isinstance(p, str) and p.startswith("/")]
-    return list(dict.fromkeys(out))
 
 
 def sandbox_env(env: Mapping[str, str], *, home: Path, scratch: Path) -> dict[str, str]:
@@ -115,19 +93,22 @@ def agent_policy(*, worktree: Path, home: Path, scratch: Path, argv: Sequence[st
 
 
 def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequence[str],
-                   path_env: str = "", programs: Sequence[str] = ()) -> SandboxPolicy:
+                   path_env: str = "", programs: Sequence[str] = (),
+                   readable: Sequence[str] = (), cwd: Path | None = None) -> SandboxPolicy:
     """The grading sandbox: the fresh tree, the interpreter, the harness's pytest reporter
     (``ledger.sandbox.outcomes.PLUGIN_DIR``, read only), nothing of the agent's.
 
     ``programs``: absolute test programs the task names (an imported task's virtualenv
-    interpreter, ``--python``): their installation tree is readable too."""
+    interpreter, ``--python``): their installation tree is readable too. ``readable``: further
+    read-only paths; ``cwd``: where the commands start (default: the worktree)."""
     from ledger.sandbox.outcomes import PLUGIN_DIR
     from ledger.sandbox.paths import install_tree
 
     extra = [d for prog in programs for d in install_tree(prog, path_env)]
     return build_policy(PolicyRequest(
-        cwd=worktree, writable=[worktree, home, scratch],
-        readable=[*interpreter_paths(), *path_dirs(path_env, hidden), *extra, PLUGIN_DIR],
+        cwd=cwd if cwd is not None else worktree, writable=[worktree, home, scratch],
+        readable=[*interpreter_paths(), *path_dirs(path_env, hidden), *extra, *readable,
+                  PLUGIN_DIR],
         hidden=hidden, network="none", purpose="grading",
     ))
 
@@ -150,3 +131,8 @@ def check_agent_sandbox(argv: Sequence[str], *, path_env: str, hidden: Sequence[
                               harness_code=harness_code)
         return check_start(policy)
 
+
+
+__all__ = ["agent_policy", "check_agent_sandbox", "copy_config", "grading_policy",
+           "harness_package_dir", "hidden_paths", "interpreter_paths", "packaged_tasks_dir",
+           "path_dirs", "sandbox_env"]
