@@ -279,7 +279,7 @@ def parse_config(text: str, where: str = "ledger.toml") -> LedgerConfig:
     if not isinstance(agents_raw, dict):
         raise MalformedInput(f"{where}: [agents] must be a table of tables")
     agents = {name: _parse_agent(name, spec, where) for name, spec in agents_raw.items()}
-    from ledger.sandbox.limits import parse_limits
+    from ledger.limits import parse_limits
 
     limits = parse_limits(raw["limits"], f"{where}: [limits]") if "limits" in raw else {}
     return LedgerConfig(path=Path(where), run=run, agents=agents, limits=limits)

@@ -40,85 +40,27 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import MalformedInput
-
-KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The limit values of one attempt (see the module docstring for what each bounds)."""
-
-    processes: int = 512
-    memory: int = 4 * GIB  # bytes
-    cpu_s: int = 3600
-    file_size: int = 1 * GIB  # bytes
-    open_files: int = 4096
-    disk: int = 4 * GIB  # bytes allocated under the attempt's writable folders
-    disk_files: int = 200_000  # entries under them
-    cgroups: bool = True  # False: rlimits only, even where cgroups could be made
-
-    def as_data(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-DEFAULTS = Limits()
-KEYS = tuple(f.name for f in fields(Limits))
-_SIZE_KEYS = frozenset({"memory", "file_size", "disk"})
-_MINIMUM = {"processes": 8, "open_files": 32}  # below these nothing at all can start
-_UNITS = {"": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
-          "g": GIB, "gb": GIB, "gib": GIB, "t": 1024 * GIB, "tb": 1024 * GIB, "tib": 1024 * GIB}
-_SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-
-
-def _value(key: str, raw: Any, where: str) -> Any:
-    if key == "cgroups":
-        if not isinstance(raw, bool):
-            raise MalformedInput(f"{where}: cgroups must be true or false, got {raw!r}")
-        return raw
-    if key in _SIZE_KEYS and isinstance(raw, str):
-        m = _SIZE.match(raw)
-        unit = m.group(2).lower() if m else None
-        if m is None or unit not in _UNITS:
-            raise MalformedInput(f"{where}: {key} must be a size like 512M or 4G, got {raw!r}")
-        value = int(m.group(1)) * _UNITS[unit]
-    elif isinstance(raw, bool) or not isinstance(raw, int):
-        kind = "a size (bytes, or a string like 512M)" if key in _SIZE_KEYS else "an integer"
-        raise MalformedInput(f"{where}: {key} must be {kind}, got {raw!r}")
-    else:
-        value = raw
-    if value < _MINIMUM.get(key, 1):
-        raise MalformedInput(f"{where}: {key} must be at least {_MINIMUM.get(key, 1)}, got {raw!r}")
-    return value
-
-
-def parse_limits(raw: Any, where: str) -> dict[str, Any]:
-    """The overrides of a ``[limits]`` table or a task's ``limits:`` map, checked (unknown keys
-    and bad values are a ``MalformedInput`` naming ``where`` and the key)."""
-    if not isinstance(raw, Mapping):
-        raise MalformedInput(f"{where}: limits must be a table of {', '.join(KEYS)}")
-    unknown = sorted(str(k) for k in raw if k not in KEYS)
-    if unknown:
-        raise MalformedInput(f"{where}: unknown limit(s) {unknown}; known: {list(KEYS)}")
-    return {k: _value(k, v, where) for k, v in raw.items()}
-
-
-def resolve_limits(config: Mapping[str, Any] | None = None,
-                   task: Mapping[str, Any] | None = None) -> Limits:
-    """``DEFAULTS``, then ``ledger.toml``'s ``[limits]``, then the task's ``limits:``."""
-    return replace(DEFAULTS, **{**dict(config or {}), **dict(task or {})})
-
+from ledger.limits import (  # the values and their parsing (a task declares them too)
+    DEFAULTS,
+    GIB,
+    KEYS,
+    KIB,
+    MIB,
+    Limits,
+    parse_limits,
+    resolve_limits,
+)
+from ledger.spawn import defer_stop, spawning
 
 # --------------------------------------------------------------------------- cgroups
 
@@ -559,36 +501,6 @@ class DiskWatch:
             self._thread.join(timeout=5)
 
 
-__all__ = ["DEFAULTS", "KEYS", "CgroupSupport", "DiskWatch", "Enforcement", "Limits",
-           "cgroup_support", "disk_usage", "parse_limits", "resolve_limits"]
-
-
-class _Deferral:
-    """A stop signal that arrives while a process is being spawned with a ``preexec_fn``: CPython
-    then runs Python at-fork callbacks in the parent, and an exception raised by a signal
-    handler inside one is printed and lost, so a cancelled attempt would go on."""
-
-    depth = 0
-    pending: Callable[[], None] | None = None
-
-
-def defer_stop(raise_later: Callable[[], None]) -> bool:
-    """For a stop signal's handler: True (``raise_later`` kept) while ``spawning`` is active."""
-    if _Deferral.depth:
-        _Deferral.pending = raise_later
-        return True
-    return False
-
-
-@contextlib.contextmanager
-def spawning() -> Iterator[None]:
-    """Around ``subprocess.Popen(..., preexec_fn=...)``: a stop signal arriving meanwhile is
-    raised when the spawn has returned (the caller kills what it started)."""
-    _Deferral.depth += 1
-    try:
-        yield
-    finally:
-        _Deferral.depth -= 1
-        if not _Deferral.depth and _Deferral.pending is not None:
-            pending, _Deferral.pending = _Deferral.pending, None
-            pending()
+__all__ = ["DEFAULTS", "GIB", "KEYS", "KIB", "MIB", "CgroupSupport", "DiskWatch", "Enforcement",
+           "Limits", "cgroup_support", "defer_stop", "disk_usage", "parse_limits",
+           "resolve_limits", "spawning"]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ledger.safefs import read_prefix
+from ledger.spawn import spawning
 from ledger.tasks.model import Signal
 
 SIGNAL_TIMEOUT_S = 600.0
@@ -67,8 +68,6 @@ def run_command(
     channel's write end, ``ledger.sandbox.outcomes``; a sandbox's status pipe). ``preexec`` runs
     between fork and exec (``Enforcement.preexec``: the limits' cgroups and rlimits).
     """
-    from ledger.sandbox.limits import spawning
-
     start = time.perf_counter()
     sink = open(output, "wb") if output is not None else subprocess.DEVNULL  # noqa: SIM115
     try:

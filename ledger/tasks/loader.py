@@ -307,7 +307,7 @@ def _scope_fields(meta: dict[str, Any], md: Path) -> dict[str, Any]:
         if key in meta:
             out[key] = _number(meta[key], f"{md}: {key}", integer=integer, positive=key != "max_cost_usd")
     if "limits" in meta:
-        from ledger.sandbox.limits import parse_limits
+        from ledger.limits import parse_limits
 
         try:
             out["limits"] = parse_limits(meta["limits"], f"{md}: limits")
