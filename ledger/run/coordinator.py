@@ -1,17 +1,19 @@
 """The coordinator of a run: takes a plan (``plan.py``), hands its attempts to an executor
-(``executors/``), and is the ONLY journal writer; the attestation step is ``scope.Attestor``.
+(``executors/``), and appends what they report through its ``ledger.session.Session`` (the one
+writer; the attestation policy is ``CleanRunAttestation`` over ``scope.Attestor``).
 
     execute_run(home, RunRequest)
-      keys (created if absent) -> tasks -> agents (all must be able to run, checked up front)
+      the session (keys created if absent, the journal checked sound) -> tasks -> agents (all
+      must be able to run, checked up front)
       run.started | run.resumed
       loop: attempt.started (journaled before the attempt is submitted) -> executor.submit
             executor.events() -> append each entry as it arrives (phases go to the progress view)
             after an attempt's attempt.finished: its clean-run attestation (see below)
       judge.verdict per scored attempt, run.finished, view.recorded, signed checkpoint
 
-Attestation step, per attempt, once its last entry (``attempt.finished``) is journaled: sign a
-checkpoint of the journal head, scan the attempt's entries against the commitment it journaled
-before the agent started (``attest.scan.scan_attempt`` with the commitment key, under the scope
+Attestation step (the session's policy), per attempt, once its last entry (``attempt.finished``)
+is journaled: sign a checkpoint of the journal head, scan the attempt's entries against the
+commitment it journaled before the agent started (``attest.scan.scan_attempt`` with the commitment key, under the scope
 the worker reported in ``agent.started``: its folders, and a network allowlist of the task's
 entries plus the agent's model API names and the addresses they resolved to, port 443 unless
 declared otherwise), and append the signed, sealed ``attestation``
@@ -33,23 +35,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import ledger
 from attest.attestation import COMMITMENT_KEY_LABEL
-from evaluators import fold as golden
 from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
-from ledger.journal import merkle
 from ledger.journal.codec import Entry
-from ledger.journal.journal import Journal
-from ledger.journal.keys import load_or_init_keys
 from ledger.log import get_logger
 from ledger.run.config import LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
@@ -65,8 +60,8 @@ from ledger.run.plan import (
 )
 from ledger.run.scope import Attestor, secret_patterns_of
 from ledger.run.summary import AttemptResult, RunSummary
+from ledger.session import HARNESS, CleanRunAttestation, JournalWriter, Session
 
-HARNESS = f"eval-ledger {ledger.__version__}"
 STOP_GRACE_S = 10.0
 MAX_PENDING = 500  # streamed entries held back at most before they are appended
 
@@ -107,155 +102,59 @@ class NullProgress:
         pass
 
 
-# --------------------------------------------------------------------------- interrupts
-
-
-class _InterruptGate:
-    """Ctrl-C and SIGTERM become KeyboardInterrupt, but never inside ``critical()``."""
-
-    def __init__(self) -> None:
-        self._depth = 0
-        self._pending = False
-        self._saved: dict[int, Any] = {}
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._saved[sig] = signal.signal(sig, self._handler)
-
-    def uninstall(self) -> None:
-        for sig, handler in self._saved.items():
-            signal.signal(sig, handler)
-        self._saved.clear()
-
-    def _handler(self, _signum: int, _frame: Any) -> None:
-        if self._depth:
-            self._pending = True
-            return
-        raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def critical(self) -> Iterator[None]:
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if not self._depth and self._pending:
-                self._pending = False
-                raise KeyboardInterrupt
-
-
 def _pricing(home: LedgerHome) -> Any:
     from ledger.run.costs import resolve_pricing
 
     return resolve_pricing(home.path)[0]
 
 
-class JournalWriter:
-    """The one way a run or a bench appends to the journal.
-
-    Every entry is filed under the writer's run and appended whole (Ctrl-C is held by the gate
-    while an entry is written); ``hold`` keeps streamed entries back so a burst is appended as
-    one transaction (``flush``, or the next ``append``); each entry appended, and each one read
-    back with ``observe`` (a resumed run), goes to the ``listeners`` once and is folded into
-    ``state``, the golden evaluator's fold of the run (``fold=False``: a bench, whose
-    leaderboard folds through a listener), so nothing is read back to score it.
-    """
-
-    def __init__(self, journal: Journal, run_id: str, gate: _InterruptGate | None = None,
-                 *, fold: bool = True) -> None:
-        self.journal, self.run_id = journal, run_id
-        self.gate = gate or _InterruptGate()
-        self.state = golden.new_state(run_id)
-        self._fold = fold
-        self.listeners: list[Callable[[Entry], object]] = []  # results are ignored
-        self._pending: list[tuple[str, dict[str, Any], str | None, str | None]] = []
-        self._digest = merkle.RunDigest()  # the run's entries so far, for run.finished
-
-    def observe(self, entry: Entry) -> None:
-        if entry.run == self.run_id and merkle.in_run_digest(entry.kind):
-            self._digest.add(entry.leaf_hash)
-        if self._fold:
-            golden.fold(self.state, entry)
-        for listener in self.listeners:
-            listener(entry)
-
-    def append(self, kind: str, data: Mapping[str, Any], *, task: str | None = None) -> Entry:
-        """Append one entry; a ``run.finished`` is given ``entries``, the digest of every entry of
-        the run before it (what a bundle of the run's own entries proves complete against)."""
-        self.flush()
-        if kind == "run.finished":
-            data = {**data, "entries": self._digest.as_data()}
-        with self.gate.critical():
-            entry = self.journal.append(kind, data, run=self.run_id, task=task)
-            self.observe(entry)
-        return entry
-
-    def append_many(self, items: Sequence[tuple[str, Mapping[str, Any], str | None]]) -> list[Entry]:
-        """``(kind, data, task)`` items in one transaction, after anything held back."""
-        self.flush()
-        with self.gate.critical():
-            entries = self.journal.append_many(
-                [(kind, dict(data), self.run_id, task) for kind, data, task in items])
-            for entry in entries:
-                self.observe(entry)
-        return entries
-
-    def hold(self, kind: str, data: dict[str, Any], task: str | None) -> int:
-        """Keep one entry back for the next flush; returns how many are held."""
-        self._pending.append((kind, data, self.run_id, task))
-        return len(self._pending)
-
-    def flush(self) -> None:
-        """Append the entries held back, in order, as one transaction."""
-        if self._pending:
-            with self.gate.critical():
-                entries = self.journal.append_many(self._pending)
-                self._pending.clear()
-                for entry in entries:
-                    self.observe(entry)
-
-    def checkpoint(self, keys: Any) -> str:
-        self.flush()
-        return self.journal.checkpoint(keys)
-
-
 class Coordinator:
-    """Runs one plan against one journal. Use :func:`execute_run`."""
+    """Runs one plan on one session (its writer). Use :func:`execute_run`."""
 
-    def __init__(self, home: LedgerHome, journal: Journal, keys: Any, plan: RunPlan,
+    def __init__(self, home: LedgerHome, session: Session, plan: RunPlan,
                  cfg: LedgerConfig, req: RunRequest, progress: Progress,
-                 executor_factory: Callable[[str, int], Executor]) -> None:
-        self.home, self.journal, self.keys, self.plan = home, journal, keys, plan
+                 executor_factory: Callable[[str, int], Executor],
+                 source: LedgerHome | None = None) -> None:
+        self.home, self.session, self.plan = home, session, plan
+        self.journal, self.keys = session.journal, session.keys
         self.cfg, self.req, self.progress = cfg, req, progress
         self.executor_factory = executor_factory
-        self.source = home
-        self.gate = _InterruptGate()
-        self.writer = JournalWriter(journal, plan.run_id, self.gate)
+        self.source = source or home
+        self.gate = session.gate
         self.log = get_logger(run=plan.run_id)
-        self.writer.listeners.append(self._track)
         self.results: dict[str, AttemptResult] = {}
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
         self._plan_config: dict[str, Any] = {}
-        self.attestor = Attestor(journal, keys)
         self.tasks = {t.id: t for t in plan.tasks}
+        self.attestation = CleanRunAttestation(
+            plan.run_id, Attestor(session.journal, session.keys), self.tasks, self._attest_failed)
         # What the run's entries say, kept as they are appended (or read back on resume):
-        self._entries: dict[str, list[Entry]] = {}  # attempt id -> its entries, until attested
-        self._committed: dict[str, str] = {}  # attempt id -> task, for attempts with a commitment
-        self._finished: set[str] = set()
-        self._attested: set[str] = set()
         self._started: set[str] = set()
         self._completed: set[tuple[str, str, int]] = set()  # (task, agent, repeat)
         self._judged: set[str] = set()  # attempts with this judge's verdict
-        # Attempts this coordinator started, and the seqs of their entries it appended itself
-        # (what an attestation binds as the attempt's results; evaluators count no other).
-        self._mine: set[str] = set()
-        self._written: dict[str, set[int]] = {}
-        self._reading_back = False
         self.resolver: Callable[[str, int], Sequence[str]] | None = None  # None: the node's DNS
+
+    @property
+    def writer(self) -> JournalWriter:
+        return self.session.writer
+
+    def start(self) -> None:
+        """A fresh run: ``run.started`` (the first entry of the run)."""
+        p = self.plan
+        self.session.start(p.run_id, {
+            "harness_version": HARNESS,
+            "config": p.config,
+            "tasks": [task_record(t) for t in p.tasks],
+            "agents": [a.record() for a in p.agents],
+        }, attestation=self.attestation, listeners=[self._track])
+
+    def attach(self) -> None:
+        """A resumed run: fold and track the entries the run journaled before (read once, by
+        the resume planning), then let them go."""
+        self.session.attach(self.plan.run_id, self.plan.prior,
+                                          attestation=self.attestation, listeners=[self._track])
+        self.plan.prior = []
 
     # -- journal writes (the only ones a run makes)
 
@@ -271,23 +170,15 @@ class Coordinator:
         attempt = e.data.get("attempt")
         if not isinstance(attempt, str):
             return
-        if not self._reading_back:
-            self._written.setdefault(attempt, set()).add(e.seq)
-        if attempt not in self._attested and e.kind != "attestation":
-            self._entries.setdefault(attempt, []).append(e)
         kind = e.kind
         if kind == "attempt.started":
             self._started.add(attempt)
-        elif kind == "commitment" and e.task is not None:
-            self._committed[attempt] = e.task
         elif kind == "attempt.finished":
-            self._finished.add(attempt)
             parsed = parse_attempt_id(attempt)
             if e.data.get("status") == "completed" and parsed is not None:
                 self._completed.add(parsed[1:4])
-        elif kind == "attestation":
-            self._attested.add(attempt)
-            self._entries.pop(attempt, None)
+        elif kind == "attestation" and attempt in self.results:
+            self.results[attempt].absorb("attestation", e.data)
         elif kind == "judge.verdict" and self._is_this_judge(e.data):
             self._judged.add(attempt)
 
@@ -297,47 +188,10 @@ class Coordinator:
 
         return data.get("judge") == JUDGE_NAME and data.get("version") == JUDGE_VERSION
 
-    def read_back(self) -> None:
-        """A resumed run: fold and track the entries the run journaled before (read once, by
-        the resume planning), then let them go."""
-        self._reading_back = True
-        try:
-            for e in self.plan.prior:
-                self.writer.observe(e)
-        finally:
-            self._reading_back = False
-        self.plan.prior = []
-
-    def attest(self, attempt_id: str, task_id: str) -> None:
-        """Append the attempt's attestation (after its last entry); a failure is reported, and
-        never stops the run."""
-        data: dict[str, Any] | None = None
-        try:
-            with self.gate.critical():
-                entries = [e for e in self._entries.get(attempt_id, []) if e.task == task_id]
-                data = self.attestor.attest(
-                    self.plan.run_id, attempt_id, task_id, self.tasks.get(task_id), entries,
-                    written=self._written.get(attempt_id) if attempt_id in self._mine else None)
-                if data is not None:
-                    self.append("attestation", data, task=task_id)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # a harness bug must not lose the rest of the run
-            self.progress.note(f"attestation of {attempt_id} failed: {type(exc).__name__}: {exc}")
-            self.log.error("attestation.failed", attempt=attempt_id, error=type(exc).__name__)
-        if data is not None and attempt_id in self.results:
-            self.results[attempt_id].absorb("attestation", data)
-
-    def unattested(self) -> list[tuple[str, str]]:
-        """``(attempt, task)`` of the attempts of this run that journaled a commitment and
-        finished but have no attestation (the coordinator stopped in between)."""
-        return [(attempt, task_id) for attempt, task_id in self._committed.items()
-                if attempt in self._finished and attempt not in self._attested]
-
-    def attest_missing(self) -> None:
-        """Attest every attempt ``unattested`` names."""
-        for attempt, task_id in self.unattested():
-            self.attest(attempt, task_id)
+    def _attest_failed(self, attempt_id: str, exc: Exception) -> None:
+        """An attestation that raised is reported, and never stops the run."""
+        self.progress.note(f"attestation of {attempt_id} failed: {type(exc).__name__}: {exc}")
+        self.log.error("attestation.failed", attempt=attempt_id, error=type(exc).__name__)
 
     def _attempt_plan(self, slot: Slot) -> AttemptPlan:
         p = self.plan
@@ -372,7 +226,6 @@ class Coordinator:
                 "node": placed.get("node") or self.node,
                 "archive": placed.get("archive"),
             }, task=slot.task.id)
-            self._mine.add(plan.attempt_id)
         except BaseException:
             if not self._journaled(plan.attempt_id):
                 del self.in_flight[plan.attempt_id]
@@ -407,7 +260,6 @@ class Coordinator:
             del self.in_flight[event.attempt_id]
             self.log.info("attempt.finished", attempt=event.attempt_id,
                           status=event.data.get("status"), outcome=result.outcome)
-            self.attest(event.attempt_id, event.task_id)
             self.progress.finished(result)
             return True
         return False
@@ -453,7 +305,7 @@ class Coordinator:
                 executor.close()
             self.gate.uninstall()
             self.progress.stop()
-        note = self.writer.checkpoint(self.keys)
+        note = self.session.checkpoint()
         self.log.info("run.finished", status=status, tree_size=self.journal.size)
         return RunSummary(p.run_id, status, p.resumed, list(self.results.values()), note,
                           self.journal.size, self.home.path, list(p.notes))
@@ -488,8 +340,6 @@ class Coordinator:
                 self.append("attempt.finished", data, task=slot.task.id)
             self.results[attempt_id].absorb("attempt.finished", data)
             del self.in_flight[attempt_id]
-            with contextlib.suppress(KeyboardInterrupt):
-                self.attest(attempt_id, slot.task.id)
 
     def _finish(self, status: str) -> None:
         """Judge verdicts, run.finished, then the recorded view (which covers run.finished)."""
@@ -499,10 +349,7 @@ class Coordinator:
             self._judge()
             slots = {(t.id, a.name, r) for t in self.plan.tasks for a in self.plan.agents
                      for r in range(1, self.plan.repeat + 1)}
-            self.append("run.finished", {
-                "status": status, "attempts": len(slots),
-                "completed": len(self._completed & slots),
-            })
+            self.session.finish(status, len(slots), len(self._completed & slots))
             self._record_view()
 
     def _judge(self) -> None:
@@ -526,11 +373,9 @@ class Coordinator:
         from evaluators import stats_view
         from evaluators.views import EVALUATOR_NAME, EVALUATOR_VERSION, view
 
-        self.append("view.recorded", {"evaluator": EVALUATOR_NAME, "version": EVALUATOR_VERSION,
-                                      "view": view(self.writer.state)})
-        self.append("view.recorded", {"evaluator": stats_view.EVALUATOR_NAME,
-                                      "version": stats_view.EVALUATOR_VERSION,
-                                      "view": stats_view.view(self.writer.state)})
+        self.session.record_view(EVALUATOR_NAME, EVALUATOR_VERSION, view(self.writer.state))
+        self.session.record_view(stats_view.EVALUATOR_NAME, stats_view.EVALUATOR_VERSION,
+                                 stats_view.view(self.writer.state))
 
 
 def _finished(entries: Sequence[Entry]) -> bool:
@@ -570,49 +415,31 @@ def execute_run(
     if executor_factory is None:
         executor_factory = functools.partial(
             make_executor, ray_address=request.ray_address or cfg.run.ray_address)
-    home.path.mkdir(parents=True, exist_ok=True)
-    keys = load_or_init_keys(home.keys_dir)
-    journal = Journal.open(home.journal_path, create=True, harness=True)
-    try:
-        journal.store.check_sound()
+    with Session.open(home) as session:
         if request.resume:
-            plan, unreported = resume_plan(source, journal, request, cfg)
-            coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
-                                      executor_factory)
-            coordinator.source = source
+            plan, unreported = resume_plan(source, session.journal, request, cfg)
+            coordinator = Coordinator(home, session, plan, cfg, request, progress,
+                                      executor_factory, source)
             coordinator.resolver = resolver
             finished = _finished(plan.prior)
-            coordinator.read_back()
-            if finished and not plan.slots and not unreported and not coordinator.unattested():
+            coordinator.attach()
+            if (finished and not plan.slots and not unreported
+                    and not coordinator.attestation.unattested()):
                 # a finished run with nothing left: append nothing (no run.resumed, no second
                 # run.finished), so the run's entries stay what they were
                 progress.note(f"run {plan.run_id} is finished and has nothing left to run: "
                               "nothing was appended")
-                return RunSummary(plan.run_id, "finished", True, [], journal.checkpoint(keys),
-                                  journal.size, home.path)
-            for attempt_id in unreported:
-                coordinator.append("attempt.finished", {
-                    "attempt": attempt_id, "status": "interrupted",
-                    "error": "no result was recorded (the coordinator stopped)",
-                }, task=_task_of(attempt_id))
-            coordinator.attest_missing()
-            coordinator.append("run.resumed", {
-                "remaining": [s.attempt_id(plan.run_id) for s in plan.slots]})
+                return RunSummary(plan.run_id, "finished", True, [], session.checkpoint(),
+                                  session.journal.size, home.path)
+            session.resume([s.attempt_id(plan.run_id) for s in plan.slots],
+                           {attempt_id: _task_of(attempt_id) for attempt_id in unreported})
         else:
             check_available(executor_kind(request, cfg))  # refused before run.started is written
-            plan = fresh_plan(source, journal, request, cfg, now(), rng)
+            plan = fresh_plan(source, session.journal, request, cfg, now(), rng)
             for note in plan.notes:
                 progress.note(note)
-            coordinator = Coordinator(home, journal, keys, plan, cfg, request, progress,
-                                      executor_factory)
-            coordinator.source = source
+            coordinator = Coordinator(home, session, plan, cfg, request, progress,
+                                      executor_factory, source)
             coordinator.resolver = resolver
-            coordinator.append("run.started", {
-                "harness_version": HARNESS,
-                "config": plan.config,
-                "tasks": [task_record(t) for t in plan.tasks],
-                "agents": [a.record() for a in plan.agents],
-            })
+            coordinator.start()
         return coordinator.run()
-    finally:
-        journal.close()

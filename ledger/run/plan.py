@@ -24,6 +24,7 @@ from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.run.config import TRACE_MODES, LedgerConfig
+from ledger.session import attempt_id, new_run_id
 from ledger.tasks.model import Task
 
 FINAL_STATUSES = ("completed", "error")  # a slot with such a try is not run again on resume
@@ -75,7 +76,7 @@ class Slot:
     try_no: int
 
     def attempt_id(self, run_id: str) -> str:
-        return f"{run_id}/{self.task.id}/{self.agent.name}/{self.repeat}/{self.try_no}"
+        return attempt_id(run_id, self.task.id, self.agent.name, self.repeat, self.try_no)
 
 
 def resolve_agents(specs: Sequence[str], config: LedgerConfig) -> list[Any]:
@@ -160,11 +161,6 @@ def _check_trace(mode: str) -> None:
     from ledger.run.process import resolve_trace
 
     resolve_trace(mode)
-
-
-def new_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom, *, prefix: str = "r") -> str:
-    """``<prefix>-<UTC time>-<6 hex>``: ``r`` for a run, ``b`` for a bench (the one id maker)."""
-    return f"{prefix}-{now.strftime('%Y%m%dT%H%M%SZ')}-{rng(3).hex()}"
 
 
 def _agent_infos(agents: Sequence[Any], specs: Sequence[str]) -> list[AgentInfo]:
