@@ -10,8 +10,9 @@ round (``bench.response``, ``bench.activity``) -> corpus checks (``bench.check``
 ``bench.judge_raw``, ``bench.verdict``; a reversed-order pass with ``swap_check``) ->
 ``view.recorded`` (the leaderboard) -> ``bench.finished`` -> ``run.finished`` -> a signed
 checkpoint. Agents run in worker threads (each a bounded process group); only this thread
-appends to the journal, through the run coordinator's ``JournalWriter`` (the one writer), and
-the leaderboard is folded as the entries are appended.
+appends to the journal, through the bench's ``ledger.session.Session`` (the one writer, no
+attestation policy: a bench journals no commitment), and the leaderboard is folded as the
+entries are appended.
 """
 
 from __future__ import annotations
@@ -45,10 +46,8 @@ from ledger.bench.inputs import BenchTask
 from ledger.errors import LedgerError, NothingToRun, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
-from ledger.journal.keys import load_or_init_keys
 from ledger.run.contracts import AttemptContext, Usage
-from ledger.run.coordinator import JournalWriter
-from ledger.run.plan import new_run_id
+from ledger.session import JournalWriter, Session, attempt_id, new_run_id
 
 TEXT_LIMIT = 200_000  # characters of an answer kept in the journal (head + tail)
 PROMPT_LIMIT = 200_000
@@ -153,7 +152,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def new_bench_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom) -> str:
-    """``b-<UTC time>-<6 hex>``: a run id (``ledger.run.plan.new_run_id``) marked as a bench."""
+    """``b-<UTC time>-<6 hex>``: a run id (``ledger.session.new_run_id``) marked as a bench."""
     return new_run_id(now, rng, prefix="b")
 
 
@@ -291,7 +290,7 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
     home.mkdir()
     prompt_file = tmp / "prompt.md"
     prompt_file.write_text(prompt, encoding="utf-8")
-    ctx = AttemptContext(attempt_id=f"{run_id}/bench-{round_name}/{name}/1/1",
+    ctx = AttemptContext(attempt_id=attempt_id(run_id, f"bench-{round_name}", name, 1, 1),
                          task_id=f"bench-{round_name}", worktree=worktree, prompt_file=prompt_file,
                          prompt=prompt, home=home, timeout_s=timeout_s)
 
@@ -713,12 +712,6 @@ class _Bench:
         self.judging()
 
 
-def _harness() -> str:
-    from ledger.run.agents import harness_version
-
-    return harness_version()
-
-
 def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
               progress: Progress | None = None,
               now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -741,78 +734,79 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     from ledger.run.costs import resolve_pricing
 
     pricing, _file = resolve_pricing(home.path, opts.pricing_file)
-    home.path.mkdir(parents=True, exist_ok=True)
-    keys = load_or_init_keys(home.keys_dir)
     run_id = new_bench_run_id(now(), rng)
     seed = opts.seed if opts.seed is not None else int.from_bytes(rng(4), "big")
-    journal = Journal.open(home.journal_path, create=True, harness=True)
-    writer = JournalWriter(journal, run_id, fold=False)
     board = new_leaderboard_state(None)  # as replay folds it: from the first bench.* entry
-    writer.listeners.append(lambda e: fold_leaderboard(board, e))
     bench: _Bench | None = None
-    try:
-        options = {"with_tests": opts.with_tests, "with_adversarial": opts.with_review,
-                   "with_test_adversarial": opts.with_test_review,
-                   "with_static_checks": opts.with_static, "swap_check": opts.swap_check}
-        judge_records = ([{"name": jd.OFFLINE_JUDGE, "spec": jd.OFFLINE_JUDGE, "kind": "builtin",
-                           "version": None, "family": "offline"}] if fallback
-                         else [j.record() for j in judges])
-        writer.append("run.started", {
-            "harness_version": _harness(),
-            "config": {"kind": "bench", "agents": [c.spec for c in contestants],
-                       "judges": [j["spec"] for j in judge_records], "repeat": 1,
-                       "parallel": opts.parallel or len(contestants), "timeout_s": opts.timeout_s,
-                       "trace": "none", "executor": "bench", "tiers": [], "task_ids": []},
-            "tasks": [], "agents": [{k: v for k, v in c.record().items() if k != "family"}
-                                    for c in contestants],
-        })
-        writer.append("bench.started", {
-            "version": BENCH_VERSION, "mode": task.mode, "task_source": task.source,
-            "task_hash": task.task_hash, "task_chars": len(task.text),
-            "task_title": None if opts.no_snapshot else task.title,
-            "task_snapshot": task.snapshot(not opts.no_snapshot),
-            "snapshot_stored": not opts.no_snapshot, "detail": dict(task.detail),
-            "options": options, "agents": [c.record() for c in contestants],
-            "skipped_agents": skipped, "judges": judge_records, "judge_fallback": fallback,
-            "judge_choice": why, "seed": seed, "timeout_s": opts.timeout_s,
-            "project": opts.project if opts.project is not None else str(Path.cwd()),
-            "corpus_version": task.corpus.version if task.corpus else None,
-        }, task="bench")
-        if fallback:
-            say(f"judge: offline deterministic judge (fallback: {why})")
-        else:
-            say(f"judge: {', '.join(j.name for j in judges)} ({why})")
-        bench = _Bench(home, writer, task, opts, run_id, seed, contestants, judges, fallback,
-                       say, pricing)
+    with Session.open(home) as session:
         try:
-            bench.run()
-        except KeyboardInterrupt:
-            killed = kill_run_processes(run_id)
-            bench.pool.shutdown(wait=False, cancel_futures=True)
-            writer.append("bench.finished", {"status": "interrupted", "killed": killed},
+            judge_records = ([{"name": jd.OFFLINE_JUDGE, "spec": jd.OFFLINE_JUDGE,
+                               "kind": "builtin", "version": None, "family": "offline"}]
+                             if fallback else [j.record() for j in judges])
+            writer = session.start(run_id, {
+                "config": {"kind": "bench", "agents": [c.spec for c in contestants],
+                           "judges": [j["spec"] for j in judge_records], "repeat": 1,
+                           "parallel": opts.parallel or len(contestants),
+                           "timeout_s": opts.timeout_s, "trace": "none", "executor": "bench",
+                           "tiers": [], "task_ids": []},
+                "tasks": [], "agents": [{k: v for k, v in c.record().items() if k != "family"}
+                                        for c in contestants],
+            }, fold=False, listeners=[lambda e: fold_leaderboard(board, e)])
+            writer.append("bench.started", _started_record(task, opts, contestants, skipped,
+                                                           judge_records, fallback, why, seed),
                           task="bench")
-            writer.append("run.finished", {"status": "interrupted",
-                                           "attempts": len(contestants), "completed": 0})
-            raise
-        view = leaderboard_view(board)  # folded as the entries were appended: no read-back
-        writer.append("view.recorded", {"evaluator": BENCH_EVALUATOR, "version": BENCH_VERSION,
-                                        "view": view})
-        files = on_view(view) if on_view is not None else []
-        counts = view["counts"]
-        writer.append("bench.finished", {
-            "status": view["verdict"], "attempted": counts["attempted"],
-            "succeeded": counts["succeeded"], "scored": counts["scored"], "reports": files,
-        }, task="bench")
-        writer.append("run.finished", {"status": "finished", "attempts": counts["attempted"],
-                                       "completed": counts["succeeded"]})
-        writer.checkpoint(keys)
-    finally:
-        if bench is not None:
-            bench.pool.shutdown(wait=True)
-        journal.close()
+            if fallback:
+                say(f"judge: offline deterministic judge (fallback: {why})")
+            else:
+                say(f"judge: {', '.join(j.name for j in judges)} ({why})")
+            bench = _Bench(home, writer, task, opts, run_id, seed, contestants, judges, fallback,
+                           say, pricing)
+            try:
+                bench.run()
+            except KeyboardInterrupt:
+                killed = kill_run_processes(run_id)
+                bench.pool.shutdown(wait=False, cancel_futures=True)
+                writer.append("bench.finished", {"status": "interrupted", "killed": killed},
+                              task="bench")
+                session.finish("interrupted", len(contestants), 0)
+                raise
+            view = leaderboard_view(board)  # folded as the entries were appended: no read-back
+            session.record_view(BENCH_EVALUATOR, BENCH_VERSION, view)
+            files = on_view(view) if on_view is not None else []
+            counts = view["counts"]
+            writer.append("bench.finished", {
+                "status": view["verdict"], "attempted": counts["attempted"],
+                "succeeded": counts["succeeded"], "scored": counts["scored"], "reports": files,
+            }, task="bench")
+            session.finish("finished", counts["attempted"], counts["succeeded"])
+            session.checkpoint()
+        finally:
+            if bench is not None:
+                bench.pool.shutdown(wait=True)
     verdict = str(view["verdict"])
     exit_code = 3 if verdict == "FAIL" else 0
     return BenchResult(run_id, view, verdict, exit_code)
+
+
+def _started_record(task: BenchTask, opts: BenchOptions, contestants: Sequence[Contestant],
+                    skipped: Sequence[str], judge_records: list[dict[str, Any]], fallback: bool,
+                    why: str, seed: int) -> dict[str, Any]:
+    """The data of ``bench.started``: the task, the options, the panel, the seed."""
+    options = {"with_tests": opts.with_tests, "with_adversarial": opts.with_review,
+               "with_test_adversarial": opts.with_test_review,
+               "with_static_checks": opts.with_static, "swap_check": opts.swap_check}
+    return {
+        "version": BENCH_VERSION, "mode": task.mode, "task_source": task.source,
+        "task_hash": task.task_hash, "task_chars": len(task.text),
+        "task_title": None if opts.no_snapshot else task.title,
+        "task_snapshot": task.snapshot(not opts.no_snapshot),
+        "snapshot_stored": not opts.no_snapshot, "detail": dict(task.detail),
+        "options": options, "agents": [c.record() for c in contestants],
+        "skipped_agents": list(skipped), "judges": judge_records, "judge_fallback": fallback,
+        "judge_choice": why, "seed": seed, "timeout_s": opts.timeout_s,
+        "project": opts.project if opts.project is not None else str(Path.cwd()),
+        "corpus_version": task.corpus.version if task.corpus else None,
+    }
 
 
 def bench_runs(journal: Journal) -> list[tuple[str, dict[str, Any], int]]:
