@@ -17,14 +17,17 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.run.attempt import parse_junit
+from ledger.run.process import bound_text
 from ledger.tasks.checks import run_command
 
 OUTPUT_TAIL = 4000
+MESSAGE_LIMIT = 500  # bytes of a test failure message
+MAX_TESTS = 2000  # per-test outcomes listed (counts are always complete)
 DEFAULT_TIMEOUT_S = 300.0
 PY_TOOLS = ("ruff", "mypy", "pytest")
 TS_TOOLS = ("tsc", "jest")
@@ -97,6 +100,35 @@ class Sandbox:
         return code, wall, timed_out, text
 
 
+def parse_junit(path: Path, redact: Callable[[str], str] = str
+                ) -> tuple[dict[str, int], list[dict[str, str]]] | None:
+    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report.
+    ``redact`` is applied to each failure message kept. (The bench's checks read one; a run's
+    grading never does: a report file is forgeable.)"""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    tests: list[dict[str, str]] = []
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        test_id = f"{classname}::{name}" if classname else name
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                message = child.get("message") or (child.text or "")
+                if outcome in ("failed", "error"):
+                    break
+        counts[outcome] += 1
+        if len(tests) < MAX_TESTS:
+            line = message.strip().splitlines()[0] if message.strip() else ""
+            tests.append({"id": test_id, "outcome": outcome,
+                          "message": bound_text(redact(line), MESSAGE_LIMIT)[0]})
+    return counts, tests
+
+
 def _tail(text: str) -> str:
     return text[-OUTPUT_TAIL:]
 
@@ -109,7 +141,7 @@ def _pytest(box: Sandbox, targets: list[str], timeout: float, log: str,
     if no_plugins:
         argv += ["-p", "no:hypothesispytest"]
     code, wall, timed_out, output = box.run([*argv, *targets], timeout, log)
-    parsed = parse_junit(report, lambda s: s)
+    parsed = parse_junit(report)
     counts, tests = parsed if parsed is not None else (
         {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, [])
     if parsed is None and code not in (0, 5):
@@ -256,5 +288,5 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
         "all": f"no static checkers for language {language!r}"}}
 
 
-__all__ = ["Sandbox", "corpus_check", "discover_tools", "find_tool", "run_agent_tests",
-           "static_checks"]
+__all__ = ["Sandbox", "corpus_check", "discover_tools", "find_tool", "parse_junit",
+           "run_agent_tests", "static_checks"]

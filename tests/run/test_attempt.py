@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ledger.run.attempt import parse_junit, python_argv, run_attempt, run_signal
+from ledger.run.attempt import python_argv, run_attempt, run_signal
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.workspace import create_workspace
 from ledger.tasks.loader import load_tasks
@@ -223,25 +223,6 @@ def test_signals_pass_fail_and_refuse_escapes(tasks: dict[str, Task]) -> None:
             assert res["index"] == i and res["signal"] == sig.as_dict()
     finally:
         ws.cleanup()
-
-
-def test_parse_junit_reads_every_outcome(tmp_path: Path) -> None:
-    """failure, error, skipped and passed cases are counted and listed; messages are redacted."""
-    xml = tmp_path / "r.xml"
-    xml.write_text("""<?xml version="1.0"?><testsuites><testsuite>
-      <testcase classname="t.m" name="a"/>
-      <testcase classname="t.m" name="b"><failure message="assert SECRET == 1&#10;more">x</failure></testcase>
-      <testcase classname="t.m" name="c"><error message="boom"/></testcase>
-      <testcase classname="t.m" name="d"><skipped message="later"/></testcase>
-    </testsuite></testsuites>""")
-    parsed = parse_junit(xml, lambda s: s.replace("SECRET", "[redacted]"))
-    assert parsed is not None
-    counts, tests = parsed
-    assert counts == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
-    assert tests[1] == {"id": "t.m::b", "outcome": "failed", "message": "assert [redacted] == 1"}
-    assert parse_junit(tmp_path / "missing.xml", str) is None
-    (tmp_path / "bad.xml").write_text("<testsuite")
-    assert parse_junit(tmp_path / "bad.xml", str) is None
 
 
 def test_python_commands_use_the_harness_interpreter() -> None:

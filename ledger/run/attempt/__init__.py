@@ -33,7 +33,6 @@ from __future__ import annotations
 from ledger.run.attempt.agent import agent_readable, harness_readable
 from ledger.run.attempt.commands import (
     SandboxStartFailed,
-    parse_junit,
     python_argv,
     run_signal,
     run_suite,
@@ -52,7 +51,7 @@ from ledger.run.contracts import no_filter
 
 _task_programs = task_programs  # the name ledger/tasks/isolation.py imports (until it moves)
 
-__all__ = ["run_attempt", "run_suite", "run_signal", "parse_junit", "python_argv", "no_filter",
+__all__ = ["run_attempt", "run_suite", "run_signal", "python_argv", "no_filter",
            "resolve_endpoints", "system_resolver", "static_resolver", "agent_endpoints",
            "tool_env", "agent_readable", "harness_readable", "load_plan_task", "task_programs",
            "sandbox_failed_data", "SandboxStartFailed"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,31 +59,6 @@ def is_pytest(argv: Sequence[str]) -> bool:
 def first_line(text: str | None, redact: Redact) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return bound_text(redact(line), MESSAGE_LIMIT)[0]
-
-
-def parse_junit(path: Path, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]] | None:
-    """Per-test outcomes from a pytest JUnit XML report; None when there is no usable report.
-    (The bench's checks read one; grading never does: a report file is forgeable.)"""
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return None
-    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-    tests: list[dict[str, str]] = []
-    for case in root.iter("testcase"):
-        classname, name = case.get("classname", ""), case.get("name", "")
-        test_id = f"{classname}::{name}" if classname else name
-        outcome, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
-                message = child.get("message") or (child.text or "")
-                if outcome in ("failed", "error"):
-                    break
-        counts[outcome] += 1
-        if len(tests) < MAX_TESTS:
-            tests.append({"id": test_id, "outcome": outcome, "message": first_line(message, redact)})
-    return counts, tests
 
 
 Wrap = Callable[[list[str]], list[str]]  # argv -> the argv that runs it in a sandbox
