@@ -10,8 +10,9 @@ import pytest
 
 from evaluators.leaderboard import leaderboard_from_entries, replay_leaderboard
 from ledger.bench import checks
+from ledger.bench.calls import bound
 from ledger.bench.inputs import task_from_prompt
-from ledger.bench.runner import BenchOptions, bound, run_bench
+from ledger.bench.runner import BenchOptions, run_bench
 from ledger.home import LedgerHome
 from tests.bench.conftest import BenchEnv, check_documented
 
@@ -138,7 +139,7 @@ def test_kill_run_processes_kills_only_that_run() -> None:
     import os
     import subprocess
 
-    from ledger.bench.runner import kill_run_processes
+    from ledger.bench.calls import kill_run_processes
 
     mine = subprocess.Popen(["sleep", "30"], env={**os.environ, "LEDGER_ATTEMPT": "b-x/bench-code/a/1/1#n"})
     other = subprocess.Popen(["sleep", "30"], env={**os.environ, "LEDGER_ATTEMPT": "b-y/bench-code/a/1/1#n"})
