@@ -8,7 +8,7 @@ ratio to `ledger verify` of the same journal, measured in the same run.
 What is timed (each the median of ``--rounds`` rounds, in-process, the same library call the
 command makes):
 
-- ``verify``       ``cli.verify_targets.verify_target`` on the whole journal (what `ledger verify
+- ``verify``       ``ledger.verify.verify`` on the whole journal (what `ledger verify
   --no-remember` runs: every leaf, tile, head and checkpoint recomputed, views replayed), the
   baseline of every ratio;
 - ``publish``      ``ledger.publish.writer.publish`` of the whole journal into an empty directory
@@ -57,9 +57,9 @@ def _time(fn: Any) -> tuple[float, Any]:
 
 
 def benchmark(n: int, rounds: int, tmp: Path) -> dict[str, Any]:
-    from cli.verify_targets import verify_target
     from ledger.publish.monitor import DirSource, check_log
     from ledger.publish.writer import publish
+    from ledger.verify import VerifyOptions, verify
 
     home = tmp / "ledger"
     home.mkdir()
@@ -73,9 +73,8 @@ def benchmark(n: int, rounds: int, tmp: Path) -> dict[str, Any]:
     for r in range(rounds):
         out = tmp / f"pub{r}"
         with Journal.open(home / "journal.db", readonly=True) as j:
-            t, report = _time(lambda: verify_target(j, target=None, bundle=None, verifier=keys.verifier,
-                                                    since=None, deep=False, keys_dir=home / "keys", remember=False))
-            assert not report.get("findings"), report.get("findings")
+            # raises (FindingsError) on any finding
+            t, _ = _time(lambda: verify(j, keys.verifier, VerifyOptions(remember=False), keys_dir=home / "keys"))
         verify_t.append(t)
         log(f"round {r + 1}: verify {t:.2f} s")
         with Journal.open(home / "journal.db") as j:

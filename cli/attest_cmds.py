@@ -58,7 +58,7 @@ def find_attestation(journal: Journal, target: str) -> Entry:
 
 def attestation_view(entry: Entry) -> dict[str, Any]:
     """What ``attest show`` prints: the summary of the stored attestation and where it is."""
-    from cli.attest_support import show_attestation
+    from ledger.verify.attestations import show_attestation
 
     att = entry.data.get("attestation")
     if not isinstance(att, dict):

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
-from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError, VerificationError
+from ledger.errors import KeyMaterialError, MalformedInput, NotFound, UsageError
 from ledger.journal.journal import Journal
 
 if TYPE_CHECKING:  # keys and notes load cryptography: imported by the commands that sign or check
     from ledger.journal.note import Verifier
+    from ledger.verify.steps import Verification
 
 
 def open_journal(ctx: Ctx, *, create: bool = False, readonly: bool = False) -> Journal:
@@ -255,42 +256,50 @@ def verify(ctx: Ctx, target: str | None, since_file: str | None, bundle_file: st
     Writes nothing but the remembered checkpoint (--no-remember: not even that). Exit 0 when
     every check holds, 1 when one fails (named, with the first bad seq), 2 for unusable input.
     """
-    from cli.verify_targets import verify_target
+    from ledger.verify import Bundle, FindingsError, VerifyOptions
+    from ledger.verify import verify as run_verify
 
     if dsse_file:
         _verify_dsse(dsse_file, vkey, as_json)
         return
     verifier = resolve_verifier(ctx, vkey)
     since = _read_file(since_file, "checkpoint").decode("utf-8", "replace") if since_file else None
-    if bundle_file:
-        if verifier is None:
-            raise KeyMaterialError("--bundle needs --vkey (the publisher's verifier key)")
-        from ledger.journal.bundle import load_bundle_bytes
-        bundle = load_bundle_bytes(_read_file(bundle_file, "bundle"))
-        report = verify_target(None, target=target, bundle=bundle, verifier=verifier, since=since,
-                               deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember)
-    else:
-        witnesses = [_witness_verifier(v) for v in witness_vkeys]
-        if witness_threshold is not None and witness_threshold > len(witnesses):
-            raise UsageError(f"--witness-threshold {witness_threshold} is more than the "
-                             f"{len(witnesses)} --witness key(s) given")
-        with open_journal(ctx, readonly=True) as j:
-            report = verify_target(j, target=target, bundle=None, verifier=verifier, since=since,
-                                   deep=deep, keys_dir=ctx.home.keys_dir, remember=not no_remember,
-                                   witnesses=witnesses,
-                                   witness_threshold=witness_threshold or len(witnesses))
-    findings = report.get("findings") or []
+    try:
+        if bundle_file:
+            if verifier is None:
+                raise KeyMaterialError("--bundle needs --vkey (the publisher's verifier key)")
+            from ledger.journal.bundle import load_bundle_bytes
+            bundle = Bundle(load_bundle_bytes(_read_file(bundle_file, "bundle")))
+            result = run_verify(bundle, verifier, VerifyOptions(target=target, since=since, deep=deep,
+                                                                remember=not no_remember),
+                                keys_dir=ctx.home.keys_dir)
+        else:
+            witnesses = tuple(_witness_verifier(v) for v in witness_vkeys)
+            if witness_threshold is not None and witness_threshold > len(witnesses):
+                raise UsageError(f"--witness-threshold {witness_threshold} is more than the "
+                                 f"{len(witnesses)} --witness key(s) given")
+            options = VerifyOptions(target=target, since=since, deep=deep, remember=not no_remember,
+                                    witnesses=witnesses,
+                                    witness_threshold=witness_threshold or len(witnesses))
+            with open_journal(ctx, readonly=True) as j:
+                result = run_verify(j, verifier, options, keys_dir=ctx.home.keys_dir)
+    except FindingsError as exc:  # every step is shown, then the first finding is the error
+        _render_verification(exc.verification, as_json)
+        raise
+    _render_verification(result, as_json)
+
+
+def _render_verification(v: Verification, as_json: bool) -> None:
+    from cli.verify_render import render_lines
+
+    lines = render_lines(v)
     if as_json:
-        emit_json({"ok": not findings, **report})
-    else:
-        for line in report.get("lines", []):
-            click.echo(line)
-        if not findings:
-            click.echo("OK: " + report["summary"])
-    if findings:
-        first = findings[0]
-        more = f" (and {len(findings) - 1} more finding(s) above)" if len(findings) > 1 else ""
-        raise VerificationError(first["check"], f"{first['message']}{more}", seq=first["seq"])
+        emit_json({"ok": v.ok, **v.as_dict(), "lines": lines})
+        return
+    for line in lines:
+        click.echo(line)
+    if v.ok:
+        click.echo("OK: " + v.summary)
 
 
 def _witness_verifier(vkey: str) -> Verifier:

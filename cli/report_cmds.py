@@ -353,28 +353,6 @@ def render_compare(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def compare_with_previous(j: Journal, run_id: str, reader: Reader) -> dict[str, Any] | None:
-    """Compare a run with the latest earlier run of the same task set (None when there is none),
-    both read through ``reader``."""
-    runs = j.runs()
-    ids = [r.run_id for r in runs]
-    if run_id not in ids:
-        return None
-    def task_set(rid: str) -> list[str]:
-        started = next(j.entries(run=rid, kind="run.started"), None)
-        tasks = started.data.get("tasks", []) if started is not None else []
-        return sorted(str(t.get("id")) for t in tasks if isinstance(t, dict))
-
-    want = task_set(run_id)
-    for r in runs[ids.index(run_id) + 1:]:
-        if r.config.get("kind") == "bench" or task_set(r.run_id) != want:
-            continue
-        va, _ = _views(j, r.run_id, reader)
-        vb, _ = _views(j, run_id, reader)
-        return compare(va, vb)
-    return None
-
-
 def _signed(value: Any) -> str:
     return "-" if value is None else f"{value:+.4f}"
 

@@ -270,9 +270,9 @@ _NO_COMPARE: dict[str, Any] = {}
 
 def _compare_previous(ctx: Ctx, run_id: str) -> dict[str, Any] | None:
     from cli.reading import Reader
-    from cli.report_cmds import compare_with_previous
     from ledger.errors import VerificationError
     from ledger.journal.journal import Journal
+    from ledger.verify.previous import compare_with_previous
 
     with Journal.open(ctx.home.journal_path, readonly=True) as j:
         try:

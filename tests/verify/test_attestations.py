@@ -1,4 +1,5 @@
-"""The journal-backed glue (cli.attest_support) against a real SQLite journal and key files."""
+"""An attestation entry checked against its journal (ledger.verify.attestations), against a real
+SQLite journal and key files."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from attest.attestation import COMMITMENT_KEY_LABEL, SEAL_KEY_LABEL, build_attes
 from attest.commitment import build_commitment
 from attest.redact import Redactor
 from attest.scan import ScanPolicy, scan_attempt
-from cli.attest_support import show_attestation, verify_attestation_entry
 from ledger.errors import VerificationError
 from ledger.journal.journal import Journal
 from ledger.journal.keys import KeyRing, init_keys
+from ledger.verify.attestations import check_attestation_entry, show_attestation
 from tests.attest.conftest import (
     ATTEMPT,
     MATERIAL,
@@ -74,12 +75,11 @@ def test_verify_entry_reaches_secret_level(setup: Any, dirty: bool) -> None:
     """With the journal and the key folder, every level is checked and reported."""
     home, keyring, journal = setup
     att, entry = _record(journal, keyring, dirty=dirty)
-    lines: list[str] = []
-    out = verify_attestation_entry(journal, entry, verifier=keyring.verifier,
-                                   keys_dir=home / "keys", lines=lines)
-    assert out["level"] == "secret-key"
+    got = check_attestation_entry(journal, entry, key=keyring.verifier, keys_dir=home / "keys")
+    out = got.as_dict()
+    assert out["level"] == "secret-key" and got.seq == entry.seq and out["seq"] == entry.seq
     assert out["verdict"] == ("DIRTY" if dirty else "CLEAN")
-    assert any("root at size" in line for line in lines)
+    assert any("root at size" in line for line in got.report.checks)
     assert show_attestation(att)["verdict"] == out["verdict"]
 
 
@@ -87,9 +87,9 @@ def test_verify_entry_without_secret_stops_at_journal_level(setup: Any) -> None:
     """No key folder: public-key and journal checks only, and the report says what was skipped."""
     _, keyring, journal = setup
     _, entry = _record(journal, keyring, dirty=False)
-    out = verify_attestation_entry(journal, entry, verifier=keyring.verifier, keys_dir=None,
-                                   lines=[])
-    assert out["level"] == "journal"
+    got = check_attestation_entry(journal, entry, key=keyring.verifier, keys_dir=None)
+    assert got.report.level == "journal"
+    assert not any(c.startswith(("seal", "rescan")) for c in got.report.checks)
 
 
 def test_hash_field_must_name_the_attestation(setup: Any) -> None:
@@ -99,7 +99,7 @@ def test_hash_field_must_name_the_attestation(setup: Any) -> None:
     bad = journal.append("attestation", {"attempt": ATTEMPT, "attestation": att, "hash": "0" * 64},
                          run=RUN, task=TASK)
     with pytest.raises(VerificationError) as err:
-        verify_attestation_entry(journal, bad, verifier=keyring.verifier, keys_dir=None, lines=[])
+        check_attestation_entry(journal, bad, key=keyring.verifier, keys_dir=None)
     assert err.value.check == "attestation-hash"
 
 
@@ -120,6 +120,5 @@ def test_truncated_journal_fails_checkpoint_journal(setup: Any) -> None:
             return journal.root_at(size)
 
     with pytest.raises(VerificationError) as err:
-        verify_attestation_entry(Short(), entry, verifier=keyring.verifier, keys_dir=None,
-                                 lines=[])
+        check_attestation_entry(Short(), entry, key=keyring.verifier, keys_dir=None)  # type: ignore[arg-type]
     assert err.value.check == "checkpoint-journal"

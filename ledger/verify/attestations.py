@@ -1,19 +1,24 @@
-"""Glue between ``ledger verify`` / ``ledger attest show`` and the pure attestation code.
+"""An attestation entry checked against the journal (or a bundle) at the deepest level the inputs
+allow, and the compact summary ``ledger attest show`` prints.
 
-In cli/ because it reads the journal and key files and builds the lines a person reads.
-
-Not pure (it reads the journal and, when present, the secret keys); the checks themselves are in
-``attest.attestation``.
+Not pure: it reads the journal and, when present, the secret keys; the checks themselves are
+``attest.attestation``'s.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attest.attestation import KeySource, attestation_hash, verify_attestation
 from ledger.errors import KeyMaterialError, MalformedInput, UsageError, VerificationError
 from ledger.journal.codec import Entry
+from ledger.verify.steps import AttestationChecked
+
+if TYPE_CHECKING:
+    from ledger.journal.bundle import VerifiedBundle
+    from ledger.journal.journal import Journal
+    from ledger.journal.note import Verifier as NoteVerifier
 
 
 def _secret(keys_dir: Path | None, skipped: list[str]) -> KeySource | None:
@@ -31,9 +36,12 @@ def _secret(keys_dir: Path | None, skipped: list[str]) -> KeySource | None:
         return None
 
 
-def verify_attestation_entry(journal: Any, entry: Entry, *, verifier: Any, keys_dir: Path | None,
-                             lines: list[str], bundle: Any = None) -> dict[str, Any]:
-    """Verify the attestation held by ``entry`` at the deepest level the inputs allow."""
+def check_attestation_entry(journal: Journal | None, entry: Entry, *, key: NoteVerifier | None,
+                            keys_dir: Path | None, bundle: VerifiedBundle | None = None,
+                            ) -> AttestationChecked:
+    """Verify the attestation held by ``entry``: against ``bundle``'s entries and root when given
+    (public-key and journal levels), else against ``journal`` and, when ``keys_dir`` holds the
+    master secret, at the secret-key level too. Raises the failed check's error."""
     att = entry.data.get("attestation")
     if not isinstance(att, dict):
         raise MalformedInput(f"entry {entry.seq} holds no attestation map")
@@ -42,37 +50,33 @@ def verify_attestation_entry(journal: Any, entry: Entry, *, verifier: Any, keys_
         raise VerificationError("attestation-hash", "the entry's hash field is not the hash of "
                                 "its attestation", seq=entry.seq,
                                 expected=str(entry.data.get("hash")), computed=computed)
-    if verifier is None:
+    if key is None:
         raise UsageError("verifying an attestation needs the public key (--vkey)")
     skipped: list[str] = []
     if bundle is not None:
         entries = list(bundle.entries)
+        tree_size, tree_root = bundle.tree_size, bytes(bundle.root)
 
         def root_at(size: int) -> bytes | None:
-            return bytes(bundle.root) if size == bundle.tree_size else None
+            return tree_root if size == tree_size else None
 
         secret = None
     else:
-        entries = list(journal.entries(run=entry.run))
+        assert journal is not None
+        j = journal
+        entries = list(j.entries(run=entry.run))
 
         def root_at(size: int) -> bytes | None:
-            if size > journal.size:
+            if size > j.size:
                 raise VerificationError("checkpoint-journal", "the journal is shorter than the "
                                         "checkpoint the attestation is bound to (truncated?)",
-                                        expected=str(size), computed=str(journal.size))
-            return bytes(journal.root_at(size)) if size > 0 else None
+                                        expected=str(size), computed=str(j.size))
+            return bytes(j.root_at(size)) if size > 0 else None
 
         secret = _secret(keys_dir, skipped)
-    report = verify_attestation(att, verifier_public_key=verifier, journal_entries=entries,
+    report = verify_attestation(att, verifier_public_key=key, journal_entries=entries,
                                 journal_root=root_at, secret_key=secret)
-    lines.append(f"attestation {report.hash[:16]}... seq {entry.seq}: {report.verdict} "
-                 f"(level {report.level})")
-    lines.extend(f"  {c}" for c in report.checks)
-    lines.extend(f"  not checked: {s}" for s in (*report.skipped, *skipped))
-    out = report.as_dict()
-    out["seq"] = entry.seq
-    out["skipped"] = [*report.skipped, *skipped]
-    return out
+    return AttestationChecked(entry.seq, report, (*report.skipped, *skipped))
 
 
 def show_attestation(att: dict[str, Any]) -> dict[str, Any]:
