@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,13 @@ def _ref(e: Entry) -> dict[str, Any]:
     return {"seq": e.seq, "leaf_hash": e.leaf_hash.hex()}
 
 
+# one encoder for every entry (``json.dumps`` with options builds a new one per call)
+_ENCODER = json.JSONEncoder(sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes)
+                            else str(b))
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes)
-                      else str(b))
+    return _ENCODER.encode(value)
 
 
 def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
@@ -60,10 +65,18 @@ def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
     tables: dict[str, list[dict[str, Any]]] = {n: [] for n in (
         "runs", "agents", "tasks", "attempts", "tests", "signals", "costs", "verdicts",
         "statistics", "events")}
-    for run_id in runs:
-        entries = list(read(run_id))
-        _rows(run_id, entries, tables)
+    # the reading and the rows hold about ten objects per entry: building them with the cyclic
+    # collector running cost more than the rows themselves (none of them forms a cycle)
+    with views.cyclic_gc_paused():
+        for run_id in runs:
+            entries = list(read(run_id))
+            _rows(run_id, entries, tables)
+            del entries
     _create(db)
+    # the FTS5 table (sqlite-utils' schema, external content: events) made while events is
+    # empty, so that enable_fts' own populate indexes nothing and each transcript row is indexed
+    # once, below (populating again after it doubled every row of the index)
+    db["events"].enable_fts(["kind", "text"], create_triggers=False)
     with db.conn:
         for name, rows in tables.items():
             if rows and name in _BULK:
@@ -73,12 +86,14 @@ def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
                 db.conn.executemany(
                     f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
                     f"VALUES ({', '.join('?' for _ in cols)})",
-                    [tuple(r[c] for c in cols) for r in rows])
+                    list(map(itemgetter(*cols), rows)))
             elif rows:
                 db[name].insert_all(rows, batch_size=5000)
             counts[name] = len(rows)
-    db["events"].enable_fts(["kind", "text"], create_triggers=False)
-    db["events"].populate_fts(["kind", "text"])
+        # only the transcript entries have text: the others need no place in the index
+        db.conn.execute("INSERT INTO [events_fts] (rowid, [kind], [text]) "
+                        "SELECT rowid, [kind], [text] FROM [events] WHERE [text] != ''")
+    _indexes(db)  # after the rows: one sort per index rather than an update per row
     db.conn.close()
     return {"out": str(out), "runs": list(runs), "rows": counts}
 
@@ -119,6 +134,9 @@ def _create(db: sqlite_utils.Database) -> None:
     db["events"].create({"seq": int, "run_id": str, "task": str, "kind": str, "ts": int,
                          "attempt": str, "data": str, "text": str, "leaf_hash": str}, pk="seq",
                         foreign_keys=[("run_id", "runs")])
+
+
+def _indexes(db: sqlite_utils.Database) -> None:
     for table, cols in (("attempts", ["run_id"]), ("attempts", ["task"]), ("attempts", ["agent"]),
                         ("tests", ["attempt"]), ("signals", ["attempt"]),
                         ("verdicts", ["attempt"]), ("events", ["run_id", "kind"]),
@@ -160,42 +178,44 @@ def _rows(run_id: str, entries: Sequence[Entry], t: dict[str, list[dict[str, Any
                                "cluster": info.cluster if info else None, **_ref(started)})
     finished: dict[str, Entry] = {}
     scored_ids = {f.attempt for f in scored}
+    events, tests = t["events"], t["tests"]
     for e in entries:
         d = e.data
         attempt = d.get("attempt") if isinstance(d.get("attempt"), str) else None
-        t["events"].append({"seq": e.seq, "run_id": run_id, "task": e.task, "kind": e.kind,
-                            "ts": e.ts, "attempt": attempt,
-                            "data": _json(d) if e.kind not in ("view.recorded",) else "{}",
-                            "text": _text(e) if e.kind in TRANSCRIPT_KINDS else "",
-                            "leaf_hash": e.leaf_hash.hex()})
+        leaf = e.leaf_hash.hex()  # once per entry: every row of the entry names it
+        events.append({"seq": e.seq, "run_id": run_id, "task": e.task, "kind": e.kind,
+                       "ts": e.ts, "attempt": attempt,
+                       "data": _json(d) if e.kind not in ("view.recorded",) else "{}",
+                       "text": _text(e) if e.kind in TRANSCRIPT_KINDS else "", "leaf_hash": leaf})
         if attempt is None or attempt not in scored_ids:
             continue
+        ref = {"seq": e.seq, "leaf_hash": leaf}
         if e.kind == "attempt.finished":
             finished[attempt] = e
         elif e.kind in ("test.result", "test.baseline"):
             suite = ("baseline:" if e.kind == "test.baseline" else "") + str(d.get("suite"))
             for test in d.get("tests") or []:
-                t["tests"].append({"attempt": attempt, "suite": suite,
-                                   "test_id": test.get("id"), "outcome": test.get("outcome"),
-                                   "message": test.get("message"), **_ref(e)})
+                tests.append({"attempt": attempt, "suite": suite, "test_id": test.get("id"),
+                              "outcome": test.get("outcome"), "message": test.get("message"),
+                              **ref})
         elif e.kind == "signal.result":
             t["signals"].append({"attempt": attempt, "idx": d.get("index"),
                                  "passed": int(bool(d.get("passed"))), "detail": d.get("detail"),
-                                 **_ref(e)})
+                                 **ref})
         elif e.kind == "agent.finished":
             t["costs"].append({"attempt": attempt, "cost_usd": d.get("cost_usd"),
                                "cost_source": d.get("cost_source"),
                                "tokens_in": d.get("tokens_in"), "tokens_out": d.get("tokens_out"),
-                               "wall_s": d.get("wall_s"), **_ref(e)})
+                               "wall_s": d.get("wall_s"), **ref})
         elif e.kind == "judge.verdict":
             t["verdicts"].append({"attempt": attempt, "kind": "judge",
                                   "verdict": _json(d.get("scores")),
-                                  "detail": f"{d.get('judge')} {d.get('version')}", **_ref(e)})
+                                  "detail": f"{d.get('judge')} {d.get('version')}", **ref})
         elif e.kind == "attestation":
             att = d.get("attestation") if isinstance(d.get("attestation"), dict) else {}
             t["verdicts"].append({"attempt": attempt, "kind": "attestation",
                                   "verdict": att.get("verdict"),
-                                  "detail": att.get("isolation"), **_ref(e)})
+                                  "detail": att.get("isolation"), **ref})
     for f in scored:
         row = by_attempt_row.get(f.attempt, {})
         src = finished.get(f.attempt)

@@ -88,3 +88,14 @@ def test_full_text_search_over_transcripts(exported: tuple[Path, Path]) -> None:
     db = sqlite_utils.Database(out)
     hits = list(db["events"].search("zebra"))
     assert [h["kind"] for h in hits] == ["agent.output"]
+
+
+def test_the_full_text_index_holds_each_transcript_entry_once(exported: tuple[Path, Path]) -> None:
+    """Every entry with a transcript text is indexed once, and nothing else is (the index was
+    populated twice before, and over every entry)."""
+    _, out = exported
+    db = sqlite_utils.Database(out)
+    with_text = db.execute("select count(*) from events where text != ''").fetchone()[0]
+    indexed = db.execute("select count(*) from events_fts_docsize").fetchone()[0]
+    hits = db.execute("select count(*) from events_fts where events_fts match 'zebra'").fetchone()[0]
+    assert with_text >= 1 and indexed == with_text and hits == 1
