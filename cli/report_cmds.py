@@ -90,15 +90,33 @@ def _passed_cell(row: dict[str, Any]) -> str:
     return f"{cell} ({source}: weaker evidence)" if source in WEAK_OUTCOMES else cell
 
 
-def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool) -> str:
-    c = v["components"]
+def _infra_line(g: dict[str, Any], recorded_score: Any) -> str:
+    """What the headline score covers: "over N attempts, M infra failures excluded"."""
+    m, n = g["infra_failures"], g["attempts"]
+    if g["count_infra"]:
+        return f"over {n} attempts, {m} infra failure(s) counted as failures"
+    line = f"over {n} attempts, {m} infra failure(s) excluded"
+    if m:
+        line += (f" (--count-infra-failures counts them as failures: {_fmt(recorded_score)}, "
+                 "the recorded golden view's score)")
+    return line
+
+
+def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool,
+                  golden: dict[str, Any] | None = None) -> str:
+    """The report page; ``golden``: the statistics view's golden score with infra failures apart
+    (evaluators/stats_view.py ``golden``), which then heads the page and the per-agent table."""
+    c = golden["components"] if golden else v["components"]
+    score = golden["score"] if golden else v["score"]
     h = "## " if md else ""
     lines = [f"{'# ' if md else ''}Run {v['run_id']} ({v['status']})", ""]
     if v["status"] != "finished":
         lines += [f"Note: the run is {v['status']}; the figures cover what was recorded.", ""]
-    lines.append(f"Score: {_fmt(v['score'])} = ({W_SUCCESS}*{_fmt(c['task_success'])} + "
+    lines.append(f"Score: {_fmt(score)} = ({W_SUCCESS}*{_fmt(c['task_success'])} + "
                  f"{W_QUALITY}*{_fmt(c['code_quality'])} + {W_EFFICIENCY}*{_fmt(c['efficiency'])})"
                  f" * {_fmt(c['reliability'])} * {_fmt(c['safety'])}")
+    if golden:
+        lines.append(_infra_line(golden, v["score"]))
     lines += ["", f"{h}Components"]
     lines += _table(["component", "value"], [[k, _fmt(c[k])] for k in COMPONENTS], md)
     lines += ["", f"{h}Per tier"]
@@ -108,8 +126,12 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
                                         key=lambda kv: (TIERS.index(kv[0]) if kv[0] in TIERS
                                                         else len(TIERS), kv[0]))], md)
     lines += ["", f"{h}Per agent"]
-    lines += _table(["agent", "passed", "attempts", "score", "cost usd", "wall s"],
-                    [[a, str(r["passed"]), str(r["attempts"]), _fmt(r["score"]),
+    ga = golden["per_agent"] if golden else {}
+    lines += _table(["agent", "passed", "attempts", "infra", "score", "cost usd", "wall s"],
+                    [[a, str(ga[a]["passed"] if a in ga else r["passed"]),
+                      str(ga[a]["attempts"] if a in ga else r["attempts"]),
+                      str(ga[a]["infra_failures"]) if a in ga else "-",
+                      _fmt(ga[a]["score"] if a in ga else r["score"]),
                       _fmt(r["cost_total"]), _fmt(r["wall_s_total"], 1)]
                      for a, r in v["per_agent"].items()], md)
     rep = v["repeats"]
@@ -151,7 +173,7 @@ def render_report(v: dict[str, Any], checkpoint: dict[str, Any] | None, md: bool
               help="Text table (default) or Markdown.")
 @click.option("--count-infra-failures", "count_infra", is_flag=True,
               help="Count infra failures (sandbox start, endpoint, disk, executor, harness) as "
-                   "failed attempts in the statistics instead of excluding them.")
+                   "failed attempts in the score and the statistics instead of excluding them.")
 @unverified_option
 @pass_ctx
 def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str, count_infra: bool,
@@ -177,7 +199,7 @@ def report_cmd(ctx: Ctx, run_prefix: str | None, as_json: bool, fmt: str, count_
     else:
         _banner(reader)
         md = fmt == "md"
-        click.echo(render_report(v, checkpoint, md))
+        click.echo(render_report(v, checkpoint, md, stats["golden"]))
         click.echo("")
         click.echo("\n".join(stats_lines(stats, md)))
         _verified_line(reader)

@@ -155,6 +155,8 @@ def _on_view_recorded(state: FoldState, entry: Entry) -> None:
     computed = None
     if state.view_fn is not None and evaluator == state.view_name:
         computed = state.view_fn(state)
+    elif f"{evaluator}@{version}" in state.other_views:  # an older version's own view
+        computed = state.other_views[f"{evaluator}@{version}"](state)
     elif evaluator in state.other_views:
         computed = state.other_views[evaluator](state)
     state.recorded_views.append(RecordedView(entry.seq, evaluator, version, recorded, computed))

@@ -132,7 +132,7 @@ class Statistics:
     # stats_view.EVALUATOR_NAME and EVALUATOR_VERSION (tests/evaluators/test_stats_view.py
     # holds them equal)
     name: str = "stats"
-    version: str = "1.0.0"
+    version: str = "1.1.0"
 
     kinds: frozenset[str] = GOLDEN_KINDS  # the golden fold's (sandbox.failed among them)
 
@@ -174,7 +174,7 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     if Statistics.name in recorded and "bench" not in recorded:
         # the golden and statistics views are views of one fold: replayed in one pass
         return views.replay(seen, run_id, evaluators=_sv().EVALUATORS,
-                            golden=views.EVALUATOR_NAME in recorded)
+                            golden=views.EVALUATOR_NAME in recorded, older=_sv().OLDER)
     results = [ev.replay(seen, run_id) for ev in REGISTRY if ev.name in recorded]
     if not results:
         return REGISTRY[0].replay(seen, run_id)

@@ -41,7 +41,8 @@ from evaluators.fold import AttemptState, FoldState, fold_all, new_state
 from ledger.journal.codec import Entry
 
 EVALUATOR_NAME = "stats"
-EVALUATOR_VERSION = "1.0.0"
+EVALUATOR_VERSION = "1.1.0"  # 1.1.0 adds "golden": the golden score with infra failures apart
+OLDER_VERSIONS = ("1.0.0",)  # recorded by earlier runs; replayed by view_data_1_0 (below)
 RESAMPLES = 1000  # bootstrap draws per interval (overall, per agent, per tier; not agent x tier)
 MAX_K = 10  # pass@k and pass^k for k = 1..min(MAX_K, n) and k = n (n: the fewest repeats)
 LIST_LIMIT = 100  # infra failures and flaky tasks listed (the counts are always complete)
@@ -156,15 +157,16 @@ def _pattern(rows: Sequence[Row], infra: Mapping[int, bool]) -> str:
 def view_data(fs: FoldState, *, count_infra: bool = False,
               level: float = st.LEVEL) -> dict[str, Any]:
     """The statistics view before ``normalize``."""
-    scored, _ = facts_of(fs)
+    scored, superseded = facts_of(fs)
     run_id = fs.run_id or ""
     rows: list[Row] = []
     infra_rows: list[dict[str, Any]] = []
     infra_at: dict[tuple[str, str], dict[int, bool]] = {}
     by_kind = dict.fromkeys(INFRA_KINDS, 0)
+    infra_of = {f.attempt: infra_kind(f, fs.attempts.get(f.attempt)) for f in scored}
     for f in scored:
         task, agent = f.task or "unknown", f.agent or "unknown"
-        mark = infra_kind(f, fs.attempts.get(f.attempt))
+        mark = infra_of[f.attempt]
         if mark is not None:
             by_kind[mark[0]] += 1
             infra_rows.append({"attempt": f.attempt, "task": task, "agent": agent,
@@ -228,7 +230,40 @@ def view_data(fs: FoldState, *, count_infra: bool = False,
         "infra": {"attempts": len(scored), "failures": len(infra_rows),
                   "excluded": 0 if count_infra else len(infra_rows),
                   "by_kind": by_kind, "listed": infra_rows[:LIST_LIMIT]},
+        "golden": golden_apart(scored, superseded, infra_of, count_infra),
     }
+
+
+def golden_apart(scored: Sequence[AttemptFacts], superseded: Sequence[AttemptFacts],
+                 marks: Mapping[str, tuple[str, str] | None],
+                 count_infra: bool) -> dict[str, Any]:
+    """The golden score (evaluators/score.py) and its components over the scored attempts less
+    the infra failures (``marks``), or, with ``count_infra``, over all of them as failed
+    attempts, which is exactly the golden view's ``score`` and ``per_agent`` scores."""
+    kept = list(scored) if count_infra else [f for f in scored if marks[f.attempt] is None]
+    comps = sc.components(kept, superseded)
+    infra_n = sum(1 for f in scored if marks[f.attempt] is not None)
+    per_agent: dict[str, dict[str, Any]] = {}
+    for agent in sorted({f.agent or "unknown" for f in scored}):
+        mine = [f for f in kept if (f.agent or "unknown") == agent]
+        per_agent[agent] = {
+            "score": sc.golden(sc.components(mine)), "attempts": len(mine),
+            "passed": sum(1 for f in mine if f.passed),
+            "infra_failures": sum(1 for f in scored if (f.agent or "unknown") == agent
+                                  and marks[f.attempt] is not None)}
+    return {"score": sc.golden(comps), "components": comps, "attempts": len(scored),
+            "scored": len(kept), "infra_failures": infra_n,
+            "infra_excluded": 0 if count_infra else infra_n, "count_infra": count_infra,
+            "per_agent": per_agent}
+
+
+def view_data_1_0(fs: FoldState) -> dict[str, Any]:
+    """The statistics view as version 1.0.0 computed it (no ``golden`` section): what replay
+    compares a 1.0.0 ``view.recorded`` with, so that runs recorded before 1.1.0 reproduce."""
+    out = view_data(fs)
+    del out["golden"]
+    out["evaluator"] = {"name": EVALUATOR_NAME, "version": "1.0.0"}
+    return out
 
 
 def _cluster(fs: FoldState, task: str) -> str:
@@ -242,8 +277,10 @@ def view(state: FoldState) -> dict[str, Any]:
     return out
 
 
-# what views.replay takes to replay this view in the golden evaluator's pass
+# what views.replay takes to replay this view in the golden evaluator's pass, and the views of
+# older versions (a view.recorded names its version: each is replayed by the code of its own)
 EVALUATORS = {EVALUATOR_NAME: (EVALUATOR_VERSION, view_data)}
+OLDER = {f"{EVALUATOR_NAME}@1.0.0": view_data_1_0}
 
 
 def start(run_id: str | None) -> FoldState:
@@ -274,8 +311,9 @@ def infra_attempts(entries: Iterable[Entry], run_id: str) -> dict[str, str]:
 def replay(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     """Recompute every recorded statistics view of ``run_id`` and compare it field by field
     (one fold; with the golden view too when the run recorded both: evaluators/registry.py)."""
-    return views.replay(entries, run_id, evaluators=EVALUATORS, golden=False)
+    return views.replay(entries, run_id, evaluators=EVALUATORS, golden=False, older=OLDER)
 
 
-__all__ = ["CLUSTER_RULE", "EVALUATOR_NAME", "EVALUATOR_VERSION", "INFRA_KINDS", "Row",
+__all__ = ["CLUSTER_RULE", "EVALUATOR_NAME", "EVALUATOR_VERSION", "INFRA_KINDS", "OLDER", "Row",
+           "golden_apart", "view_data_1_0",
            "infra_attempts", "infra_kind", "replay", "start", "stats_of", "view", "view_data"]

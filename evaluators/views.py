@@ -447,7 +447,9 @@ def cyclic_gc_paused() -> Iterator[None]:
 def replay(entries: Iterable[Entry], run_id: str, *,
            evaluators: Mapping[str, tuple[str, Callable[[FoldState], dict[str, Any]]]]
            | None = None,
-           golden: bool = True) -> ReplayResult:
+           golden: bool = True,
+           older: Mapping[str, Callable[[FoldState], dict[str, Any]]] | None = None,
+           ) -> ReplayResult:
     """Recompute every recorded view of ``run_id`` and compare it field by field.
 
     Each ``view.recorded`` entry is compared with the view of the run's entries before it.
@@ -456,13 +458,15 @@ def replay(entries: Iterable[Entry], run_id: str, *,
     ``evaluators``: more views of the same fold (name -> (version, the view before
     ``normalize``)), replayed
     in the same pass (the statistics view, evaluators/stats_view.py); ``golden=False`` replays
-    only those.
+    only those. ``older``: the views of those evaluators' earlier versions, keyed
+    ``name@version``: a ``view.recorded`` of that version is recomputed by its own function.
     """
     state = _prepared_for_replay(run_id)
     if not golden:
         state.view_fn, state.view_name = None, None
     others = dict(evaluators or {})
     state.other_views = {name: fn for name, (_, fn) in others.items()}
+    state.other_views.update(older or {})
     names = ([EVALUATOR_NAME] if golden else []) + sorted(others)
     label = " and ".join(names)
     with cyclic_gc_paused():

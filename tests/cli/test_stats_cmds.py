@@ -124,3 +124,31 @@ def test_bootstrap_seed_is_derived_from_the_runs(three_agents: Path) -> None:
     assert first == second
     c = json.loads(first)["paired"]["comparisons"][0]
     assert c["score"]["seed"] == seed_of(RUN_1, "alpha", "beta")
+
+
+def test_report_scores_without_infra_failures_unless_counted(tmp_path: Path) -> None:
+    """`ledger report` heads with the golden score over the attempts that are not infra
+    failures and says how many it left out; --count-infra-failures gives the recorded golden
+    view's score (infra failures as failed attempts); --json carries both."""
+    from evaluators.stats_view import stats_of
+    from evaluators.views import compute_views
+    from tests.evaluators.test_stats_view import stats_run
+
+    home = tmp_path / "L"
+    home.mkdir()
+    b = stats_run(record=False)
+    write(home, b)
+    excluded = stats_of(b.entries, b.run)["golden"]["score"]
+    recorded = compute_views(b.entries, b.run)["score"]
+    assert excluded != recorded
+    code, out, err = invoke(home, "report", b.run[:20])
+    assert code == 0, err
+    score_line = next(line for line in out.splitlines() if line.startswith("Score: "))
+    assert score_line.startswith(f"Score: {excluded:.4f} ")
+    assert "over 28 attempts, 3 infra failure(s) excluded" in out
+    code, out, _ = invoke(home, "report", b.run[:20], "--count-infra-failures")
+    assert code == 0 and f"Score: {recorded:.4f} " in out
+    assert "over 28 attempts, 3 infra failure(s) counted as failures" in out
+    body = json.loads(invoke(home, "report", b.run[:20], "--json")[1])
+    assert body["score"] == recorded and body["statistics"]["golden"]["score"] == excluded
+    assert body["statistics"]["golden"]["infra_excluded"] == 3

@@ -265,3 +265,60 @@ def test_sandbox_failed_is_a_known_kind_of_the_fold() -> None:
     assert [a.attempt.split("/", 1)[1] for a in marked] == ["t3/beta/4/1"]
     assert marked[0].sandbox_failed == ("bwrap failed at start: setting up uid map: "
                                         "Permission denied")
+
+
+def test_the_golden_score_leaves_infra_failures_out_unless_counted() -> None:
+    """The statistics view's golden score is over the 25 attempts that are not infra failures
+    (3 of 28 are); counted, it is the golden view's score and per-agent scores, to the bit."""
+    from evaluators import score as sc
+    from evaluators.facts import facts_of
+    from evaluators.fold import fold_all, new_state
+    from evaluators.views import compute_views
+
+    b = stats_run(record=False)
+    g = stats_of(b.entries, b.run)["golden"]
+    assert (g["attempts"], g["scored"], g["infra_failures"], g["infra_excluded"]) == (28, 25, 3, 3)
+    scored, superseded = facts_of(fold_all(b.entries, new_state(b.run)))
+    kept = [f for f in scored if not (f.repeat == 4 and (f.task, f.agent) in {
+        ("t3", "beta"), ("t2", "beta"), ("t4", "alpha")})]
+    assert len(kept) == 25
+    assert g["score"] == round(sc.golden(sc.components(kept, superseded)), 6)
+    assert g["per_agent"]["beta"]["infra_failures"] == 2
+    assert g["per_agent"]["beta"]["attempts"] == 12
+    counted = stats_of(b.entries, b.run, count_infra=True)["golden"]
+    v = compute_views(b.entries, b.run)
+    assert counted["infra_excluded"] == 0 and counted["score"] == v["score"] != g["score"]
+    assert {a: r["score"] for a, r in counted["per_agent"].items()} == {
+        a: r["score"] for a, r in v["per_agent"].items()}
+
+
+def test_a_statistics_view_recorded_by_1_0_0_replays_with_the_code_of_1_0_0() -> None:
+    """A run recorded before 1.1.0 (its stats view has no golden section and says 1.0.0) is
+    recomputed by view_data_1_0 and reproduces; the same bytes labelled 1.1.0 do not, nor does
+    a 1.0.0 view that carries the new section."""
+    from evaluators.fold import fold_all, new_state
+    from evaluators.views import normalize
+
+    b = stats_run(record=False)
+    b.add("view.recorded", recorded_view_data(b.entries, b.run))
+    old_view = normalize(stats_view.view_data_1_0(fold_all(b.entries, new_state(b.run))))
+    assert "golden" not in old_view and old_view["evaluator"]["version"] == "1.0.0"
+    assert {k: v for k, v in stats_of(b.entries, b.run).items()
+            if k not in ("golden", "evaluator")} == {k: v for k, v in old_view.items()
+                                                      if k != "evaluator"}
+    entries = list(b.entries)
+
+    def replayed(version: str, view: dict[str, object]) -> object:
+        b.entries = [*entries]
+        b.add("view.recorded", {"evaluator": "stats", "version": version, "view": view})
+        return replay_run(b.entries, b.run)
+
+    result = replayed("1.0.0", old_view)
+    assert result.reproduced and [(v.evaluator, v.version) for v in result.views] == [
+        ("golden", "1.0.0"), ("stats", "1.0.0")]
+    assert stats_view.replay(b.entries, b.run).reproduced
+    assert not replayed("1.1.0", old_view).reproduced
+    new_view = stats_of(entries, b.run)
+    assert new_view["evaluator"]["version"] == "1.1.0"
+    assert not replayed("1.0.0", new_view).reproduced
+    assert replayed("1.1.0", new_view).reproduced
