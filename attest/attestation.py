@@ -22,6 +22,9 @@ An attestation is one map (stored in the ``attestation`` entry, shown by ``ledge
     refused      {count, digest, items}         (when any) requests the proxy refused: findings,
                                                 never matches; at most 32 items {seq, leaf_hash,
                                                 detail}, the digest over all their leaf hashes
+    grading      {trace, observed, commands, ...} (when the attempt was graded under the grading
+                                                capture: attest/grading_scan.py) the grading phase;
+                                                not observed makes the verdict UNOBSERVED
     signature    {keyid, sig}                   Ed25519 over DSSE PAE(in-toto Statement v1)
     seal         {keyid, mac}                   HMAC-SHA256 (seal subkey) over the same PAE bytes
 
@@ -169,6 +172,8 @@ def build_attestation(
                       for r in scan.refusals[:MAX_EMBEDDED_MATCHES]]}
     if scan.limits is not None:  # the resource limits the agent ran under (absent before them)
         att["limits"] = dict(scan.limits)
+    if scan.grading is not None:  # the grading phase (absent before it was traced)
+        att["grading"] = dict(scan.grading)
     if results is not None:
         bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
         if any(e.seq >= cp.size or e.data.get("attempt") != scan.attempt for e in bound):

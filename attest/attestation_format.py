@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeGuard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from attest import digests as dg
+from attest.grading_scan import check_summary
 from attest.scan import MATCH_CLASSES, VERDICTS, ScanPolicy
 from ledger.errors import MalformedInput, UsageError
 from ledger.journal.codec import canonical_bytes
@@ -40,9 +41,11 @@ _BODY_KEYS = frozenset({
     "v", "run", "task", "attempt", "verdict", "commitment", "range", "checkpoint", "activity",
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
-# Signed when present (older attestations lack them): results, isolation, sandbox, limits;
-# refused (requests the proxy refused) is present when there was at least one.
-_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused", "limits"})
+# Signed when present (older attestations lack them): results, isolation, sandbox, limits,
+# grading (attest/grading_scan.py); refused (requests the proxy refused) is present when there
+# was at least one.
+_OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused", "limits",
+                                 "grading"})
 ISOLATIONS = ("sandbox", "none")
 _REQUIRED_BODY_KEYS = _BODY_KEYS
 _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
@@ -50,7 +53,7 @@ _ATT_KEYS = _BODY_KEYS | {"signature", "seal"}
 RESULT_KINDS = frozenset({
     "attempt.started", "commitment", "test.baseline", "agent.started", "agent.finished", "diff",
     "signal.result", "test.result", "attempt.finished", "grading", "canary.commitment",
-    "canary.result",
+    "canary.result", "grading.trace",
 })
 """The per-attempt entries an attestation binds by seq and leaf hash (its ``results`` field)."""
 MAX_RESULTS = 4096
@@ -335,6 +338,8 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         raise MalformedInput("attestation sandbox must be a map or null")
     if "limits" in att and not _is_map(att["limits"]):
         raise MalformedInput("attestation limits must be a map")
+    if "grading" in att:
+        check_summary(att["grading"])
     return {k: att[k] for k in _BODY_KEYS if k in att}
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cryptography.exceptions import InvalidSignature
 
 from attest import digests as dg
+from attest.grading_scan import grading_observed
 from attest.attestation_format import (
     COMMITMENT_KEY_LABEL,
     MAX_EMBEDDED_MATCHES,
@@ -166,7 +167,8 @@ def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str] | None,
     if count == len(seen) and matches_digest(seen) != att["matches_digest"]:
         raise VerificationError("matches-digest", "embedded matches do not hash to matches_digest",
                                 expected=att["matches_digest"], computed=matches_digest(seen))
-    derived = derive_verdict(count, _observed(att["observation"]))
+    derived = derive_verdict(count, _observed(att["observation"])
+                             and grading_observed(att.get("grading")))
     if derived != att["verdict"]:
         raise VerificationError("verdict", "the verdict does not follow from the evidence",
                                 expected=derived, computed=att["verdict"])
@@ -329,6 +331,9 @@ def _compare_evidence(att: dict[str, Any], scan: ScanResult, *, exact: bool) -> 
     if (dict(scan.limits) if scan.limits is not None else None) != att.get("limits"):
         raise VerificationError(check, "the resource limits differ from the journal's",
                                 expected=str(scan.limits), computed=str(att.get("limits")))
+    if (dict(scan.grading) if scan.grading is not None else None) != att.get("grading"):
+        raise VerificationError(check, "the grading summary differs from the journal's",
+                                expected=str(scan.grading), computed=str(att.get("grading")))
     if dict(scan.observation) != dict(att["observation"]):
         raise VerificationError(check, "the observation differs from the journal's",
                                 expected=str(dict(scan.observation)),

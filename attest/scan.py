@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attest import digests as dg
+from attest.grading_scan import GRADING_CLASSES, GradingSeen, grading_observed, judge_grading
 from attest.scope import ScanPolicy
 from ledger.errors import MalformedInput, VerificationError
 from ledger.journal.codec import Entry, canonical_bytes
@@ -63,7 +64,8 @@ ACTIVITY_KINDS = frozenset({
     "fs.read", "fs.read.summary", "fs.write", "proc.exec", "net.connect", "net.response",
     "tool.call", "tool.result", "agent.output", "diff",
 })
-MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network", "canary-passed")
+MATCH_CLASSES = ("content", "path", "read-scope", "write-scope", "network", "canary-passed",
+                 *GRADING_CLASSES)
 CANARY_KINDS = frozenset({"canary.commitment", "canary.result"})
 SCOPE_CLASSES = frozenset({"read-scope", "write-scope", "network"})
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
@@ -143,6 +145,7 @@ class ScanResult:
     sandbox: Mapping[str, Any] | None = None  # the sandbox policy agent.started recorded
     refusals: tuple[Refusal, ...] = ()  # requests the proxy refused, in seq order
     limits: Mapping[str, Any] | None = None  # the resource limits agent.started recorded
+    grading: Mapping[str, Any] | None = None  # attest.grading_scan.judge_grading's summary
 
     @property
     def matches_digest(self) -> str:
@@ -391,6 +394,7 @@ def scan_attempt(
     isolation, sandbox = "none", None
     canary_entries: dict[str, Entry] = {}
     limits: Mapping[str, Any] | None = None
+    grading = GradingSeen()
     prev = -1
     for e in entries:
         if e.seq <= prev:
@@ -408,6 +412,8 @@ def scan_attempt(
         if commitment_seq is None:
             continue
         last_seq = e.seq
+        if grading.see(e):
+            continue
         if e.kind == "agent.started":
             started = True
             t = e.data.get("trace")
@@ -436,6 +442,7 @@ def scan_attempt(
         raise VerificationError("commitment", f"no commitment entry for attempt {attempt}")
     scan.finish()
     _canary_matches(scan, canary_entries)
+    graded = judge_grading(scan, grading)
     observed = started and trace != "partial" and (trace in OBSERVED_TRACES or scan.transcript)
     matches = tuple(sorted(scan.matches.values(), key=lambda m: m.key))
     return ScanResult(
@@ -453,12 +460,13 @@ def scan_attempt(
         matches=matches,
         echoes=scan.echoes,
         answer_digests=len(scan.produced),
-        verdict=derive_verdict(len(matches), observed),
+        verdict=derive_verdict(len(matches), observed and grading_observed(graded)),
         policy=policy,
         isolation=isolation,
         sandbox=sandbox,
         refusals=tuple(scan.refusals),
         limits=limits,
+        grading=graded,
     )
 
 
