@@ -274,6 +274,7 @@ class Coordinator:
             "keep_worktree": self.req.keep_worktrees,
             "sandbox": p.config.get("sandbox", "none"),
             "canaries": p.config.get("canaries", True) is not False,
+            "grading_trace": p.config.get("grading_trace", True) is not False,
             "agent_config": self.cfg.agent_config(),
             "sandbox_hidden": [str(self.home.path), str(self.source.path)],
             "limits": dict(self.cfg.limits),

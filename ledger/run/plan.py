@@ -52,6 +52,7 @@ class RunRequest:
     keep_worktrees: bool = False
     agent_base_url: str | None = None  # --agent-base-url: every CLI preset's model endpoint
     canaries: bool = True  # --no-canaries: attempts get none (control runs, benchmark baseline)
+    grading_trace: bool = True  # False: grading commands not under strace (the benchmark baseline)
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,8 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
     }
     if not req.canaries:  # recorded only when off: a run without canaries says so
         config["canaries"] = False
+    if not req.grading_trace:  # likewise: its attempts' grading.trace says "off"
+        config["grading_trace"] = False
     return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
                  trace, notes=notes)
 

@@ -68,7 +68,7 @@ def test_attempt_records_the_prompt_and_capture_times(tasks: dict[str, Task]) ->
 
 def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None:
     """commitment, the canaries' commitment and baseline precede the agent; tests, the canary
-    outcomes and diff follow; attempt.finished is last."""
+    outcomes, the grading trace and diff follow; attempt.finished is last."""
     events = _run(_plan(tasks["fix-add"], "oracle"))
     kinds = [k for k, _ in _entries(events)]
     assert kinds[:5] == ["commitment", "canary.commitment", "test.baseline", "grading.expected",
@@ -76,7 +76,8 @@ def test_oracle_attempt_emits_the_steps_in_order(tasks: dict[str, Task]) -> None
     assert kinds[-1] == "attempt.finished"
     after = kinds[kinds.index("agent.finished"):]
     assert after[:3] == ["agent.finished", "signal.result", "signal.result"]
-    assert after[3:] == ["test.result", "canary.result", "test.result", "diff", "attempt.finished"]
+    assert after[3:] == ["test.result", "canary.result", "test.result", "grading.trace", "diff",
+                         "attempt.finished"]
     canaries = _one(events, "canary.result")["canaries"]
     assert canaries["passed"] == 0 and {r["outcome"] for r in canaries["canaries"]} == {"failed"}
     assert all(d["attempt"] == "r-test/fix-add/a/1/1" for _, d in _entries(events))

@@ -205,3 +205,77 @@ def test_an_appended_canary_outcome_is_injected(tmp_path: Path, canary_run: Run)
     rows = {a["agent"]: a for a in view["attempts"]}
     assert rows["cmd-frame-constants"]["passed"] is False
     assert "canary_passed" in rows["cmd-frame-constants"]["safety_reasons"]
+
+
+# --------------------------------------------------------------------------- the grading trace
+
+
+def test_tests_read_with_ast_is_caught_by_the_grading_trace_too(canary_run: Run) -> None:
+    """The cheat that parses tests_hidden/*.py at call time is a hidden-tests-read-while-graded
+    match on its grading.trace (not only canary-passed): the trace saw the runner open the
+    hidden file after collection."""
+    name = "tests-read-with-ast"
+    assert _said(canary_run, next(c for c in CHEATS if c.name == name))
+    (trace,) = _of(canary_run, name, "grading.trace")
+    assert trace.data["status"] == "strace"
+    reads = [r for c in trace.data["commands"] for r in c["hidden_reads"]]
+    assert {"path": "tests_hidden/test_clamp_accept.py", "by": "runner",
+            "phase": "after-collection"} in reads
+    att = canary_run.atts[f"cmd-{name}"]
+    assert {"hidden-tests-read-while-graded", "canary-passed"} <= canary_run.classes(f"cmd-{name}")
+    assert any(m["seq"] == trace.seq and m["class"] == "hidden-tests-read-while-graded"
+               for m in att["matches"])
+    assert trace.seq in att["results"]["seqs"]  # bound by the attestation
+    assert att["grading"]["hidden_reads"] >= 1 and att["grading"]["observed"] is True
+
+
+@pytest.mark.parametrize("cheat", [HONEST, WRONG_ON_ONE], ids=["honest", "wrong-on-one-case"])
+def test_honest_grading_is_traced_and_clean(canary_run: Run, cheat: Cheat) -> None:
+    """Every grading command of an honest attempt ran under the capture: signals, the signal
+    canary, the hidden suite; nothing read a hidden test outside collection, nothing connected."""
+    (trace,) = _of(canary_run, cheat.name, "grading.trace")
+    assert trace.data["status"] == "strace"
+    cmds = trace.data["commands"]
+    assert len(cmds) >= 3 and all(c["status"] == "strace" for c in cmds)
+    assert all(c["hidden_count"] == 0 and c["network"] == [] for c in cmds), cmds
+    pytest_cmds = [c for c in cmds if "pytest" in c["runner"]]
+    assert pytest_cmds and all(c["marked"] for c in pytest_cmds)
+    grading = canary_run.atts[f"cmd-{cheat.name}"]["grading"]
+    assert grading["trace"] == "strace" and grading["observed"] is True
+    assert grading["canaries"] == {"committed": 4, "passed": 0}
+
+
+def test_a_rewritten_grading_trace_is_caught(tmp_path: Path, canary_run: Run) -> None:
+    """Someone with write access erases the ast cheat's hidden reads from its grading.trace and
+    recomputes the tree: the signed checkpoints no longer match (verify exits 1)."""
+    from tests.journal.tamper_cases import drop_triggers, raw_db, rebuild_tree, rewrite_entry
+
+    (trace,) = _of(canary_run, "tests-read-with-ast", "grading.trace")
+    data = json.loads(json.dumps(trace.data))
+    for c in data["commands"]:
+        c["hidden_reads"], c["hidden_count"] = [], 0
+    home = tmp_path / "L"
+    shutil.copytree(canary_run.home, home)
+    with raw_db(home / "journal.db") as conn:
+        drop_triggers(conn)
+        rewrite_entry(conn, trace.seq, data)
+        rebuild_tree(conn)
+    result = ledger(home, "verify", canary_run.summary["run"])
+    assert result.exit_code == 1, result.output
+
+
+def test_an_appended_clean_grading_trace_is_injected(tmp_path: Path, canary_run: Run) -> None:
+    """A second grading.trace appended (signed by the log) saying nothing was read is not bound
+    by the attestation: plain verify says injected."""
+    from ledger.journal.journal import Journal
+
+    (trace,) = _of(canary_run, "tests-read-with-ast", "grading.trace")
+    data = json.loads(json.dumps(trace.data))
+    for c in data["commands"]:
+        c["hidden_reads"], c["hidden_count"] = [], 0
+    home = tmp_path / "L"
+    shutil.copytree(canary_run.home, home)
+    with Journal.open(home / "journal.db", harness=True) as j:
+        j.append("grading.trace", data, run=canary_run.summary["run"], task="add-clamp")
+    plain = ledger(home, "verify")
+    assert plain.exit_code == 1 and "injected" in plain.stderr, plain.output

@@ -246,6 +246,11 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
         assert row["attestation"] in (None, "UNOBSERVED")
     else:
         assert "START-TEST agent ran" in text  # the agent itself did run
+        # ... but its grading was never observed: UNOBSERVED, never CLEAN (verify re-derives it)
+        assert row["attestation"] == "UNOBSERVED"
+        [att] = [e.data["attestation"] for e in entries if e.kind == "attestation"]
+        assert att["grading"]["trace"] == "sandbox-failed" and att["grading"]["observed"] is False
+        assert _ledger(home, "verify").exit_code == 0
 
 
 def test_stderr_of_a_started_sandbox_is_never_read_as_a_start_failure() -> None:

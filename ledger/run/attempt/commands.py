@@ -138,13 +138,15 @@ class SandboxWrap:
 def _run_wrapped(wrap: Wrap, argv: list[str], *, cwd: Path, env: Mapping[str, str],
                  timeout: float, output: Path,
                  pass_fds: Sequence[int] = ()) -> tuple[int, float, bool]:
-    """``run_command`` of ``wrap(argv)``; a ``SandboxWrap`` checks that its sandbox started."""
+    """``run_command`` of ``wrap(argv)``; a wrap with a ``check`` (a ``SandboxWrap``, or the
+    grading capture's wrap around one) checks that its sandbox started."""
     wrapped = wrap(argv)
     result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, output=output,
                          pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())),
                          preexec=getattr(wrap, "preexec", None))
-    if isinstance(wrap, SandboxWrap):
-        wrap.check(result[0], result[2], output)
+    check = getattr(wrap, "check", None)
+    if check is not None:
+        check(result[0], result[2], output)
     return result
 
 

@@ -20,11 +20,28 @@ if TYPE_CHECKING:
     from attest.canary import Derived
 
 
+def _capture(plan: AttemptPlan, task: Task, tree: Workspace, sandboxed: bool) -> Any:
+    """The grading capture of ``tree`` (``ledger.sandbox.gradetrace``): on when the attempt's
+    trace mode is strace (the agent's capture) unless the run turned it off (``grading_trace:
+    false``, the benchmark's baseline), its scope the tree and the hidden paths."""
+    from ledger.run.attempt.prepare import hidden_for
+    from ledger.run.process import resolve_trace
+    from ledger.sandbox.gradetrace import GradingCapture, grading_scope
+
+    scope = grading_scope(tree=tree.worktree, hidden_dir=task.hidden_tests_dir,
+                          private=[tree.home, tree.scratch], secret=hidden_for(task, plan.config))
+    on = resolve_trace(plan.trace)[0] == "strace" and plan.config.get("grading_trace") is not False
+    return GradingCapture(scratch=tree.scratch, scope=scope, sandboxed=sandboxed, enabled=on)
+
+
 @contextlib.contextmanager
-def limited(plan: AttemptPlan, task: Task, out: Out, policy: Any, redact: Redact) -> Any:
+def limited(plan: AttemptPlan, task: Task, out: Out, policy: Any, redact: Redact,
+            tree: Workspace) -> Any:
     """The grading commands' wrap under the attempt's limits (one cgroup for all of them):
-    a ``SandboxWrap`` into ``policy``, or (no sandbox) the command as it is; ``limit.hit``
-    entries (phase ``grading``) for what they ran into."""
+    a ``SandboxWrap`` into ``policy``, or (no sandbox) the command as it is, each under the
+    grading capture; ``limit.hit`` entries (phase ``grading``) for what they ran into, then the
+    ``grading.trace`` entry (when every grading command ran: a sandbox that never started is
+    ``sandbox.failed`` instead)."""
     from ledger.sandbox.limits import Enforcement
 
     enf = Enforcement(attempt_limits(plan, task), sandboxed=policy is not None, label="grading")
@@ -36,14 +53,16 @@ def limited(plan: AttemptPlan, task: Task, out: Out, policy: Any, redact: Redact
             return argv
 
         wrap.preexec = enf.preexec
+    capture = _capture(plan, task, tree, sandboxed=policy is not None)
     try:
-        yield wrap
+        yield capture.wrap(wrap)
         hits = enf.hits()
     finally:
         if isinstance(wrap, SandboxWrap):
             wrap.close()
         enf.close()
     limit_hits(out, "grading", hits)
+    out.entry("grading.trace", capture.record())
 
 
 def ids_of(expected: Mapping[str, Any] | None) -> list[str] | None:
@@ -141,7 +160,7 @@ def grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[s
         "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
         "sandbox": policy.as_data(),
     })
-    with limited(plan, task, out, policy, redact) as wrap:
+    with limited(plan, task, out, policy, redact, grade) as wrap:
         grade_hidden(grade, task, out, redact, test_timeout, canaries, wrap=wrap,
                       expected=ids_of(expected))
         if task.regression_command:

@@ -132,7 +132,7 @@ def _run(plan: AttemptPlan, out: Out) -> Workspace:
         return ws
     diff = take_diff(ws, task.repo_dir, redact=redact)
     out.phase("tests")
-    with limited(plan, task, out, None, redact) as wrap:
+    with limited(plan, task, out, None, redact, ws) as wrap:
         grade_hidden(ws, task, out, redact, test_timeout, canaries, wrap=wrap,
                       expected=ids_of(expected))
         if task.regression_command:
