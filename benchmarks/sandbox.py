@@ -24,6 +24,10 @@
   untraced attempt's), with the capture filter the harness used (``agent.started.trace_filter``).
   ``--filter ptrace`` measures the fallback (``LEDGER_TRACE_SECCOMP=off``) instead.
 
+* containers (``--containers``): the container backend's figures (``sandbox_containers.py``:
+  agent + grading boxes per attempt against bubblewrap, target <= 1.0 s; the cached rebuild,
+  target 0 builds and < 1 s); ``--only-containers`` measures them alone.
+
 Without a working bubblewrap the sandboxed figures are skipped with the probe's reason.
 """
 
@@ -184,6 +188,9 @@ def main() -> None:
     parser.add_argument("--filter", choices=("auto", "ptrace"), default="auto",
                         help="ptrace: measure the capture without --seccomp-bpf")
     parser.add_argument("--only-heavy", action="store_true", help="only the syscall-heavy agents")
+    parser.add_argument("--containers", action="store_true", help="the container backend's figures too")
+    parser.add_argument("--only-containers", action="store_true", help="only the container backend's figures")
+    parser.add_argument("--pairs", type=int, default=10, help="container vs bwrap attempt pairs")
     args = parser.parse_args()
     if args.filter == "ptrace":
         import os
@@ -195,6 +202,13 @@ def main() -> None:
         result["skipped"] = reason
         _print(result, args.json)
         return
+    if args.containers or args.only_containers:
+        from sandbox_containers import measure
+
+        result["containers"] = measure(args.pairs)
+        if args.only_containers:
+            _print(result, args.json)
+            return
     rows: dict[str, list[dict[str, float]]] = {"none": [], "bwrap": []}
     with tempfile.TemporaryDirectory(prefix="ledger-bench-sandbox-") as tmp:
         home = make_home(Path(tmp))

@@ -43,6 +43,7 @@ cgroup_manager = "cgroupfs"
 INSTALL_HINT = ("install podman and runc (apt-get install podman runc mmdebstrap), then "
                 "`python -m ledger.sandbox.container setup` to configure it and build the base image")
 _OUT_LIMIT = 64 * 1024  # bytes of an engine command's output kept
+_VERSIONS: dict[str, str] = {}
 
 
 def bound(text: str, limit: int = 4096) -> str:
@@ -97,8 +98,11 @@ class Engine:
         return result
 
     def version(self) -> str:
-        out = self.call(["version", "--format", "{{.Client.Version}}"], timeout=30).stdout.strip()
-        return out.splitlines()[0] if out else "unknown"
+        """The client's version (asked once per program path in this process)."""
+        if self.path not in _VERSIONS:
+            out = self.call(["version", "--format", "{{.Client.Version}}"], timeout=30).stdout.strip()
+            _VERSIONS[self.path] = out.splitlines()[0] if out else "unknown"
+        return _VERSIONS[self.path]
 
     def image_exists(self, ref: str) -> bool:
         return self.call(["image", "inspect", "--format", "{{.Id}}", ref], timeout=30).ok

@@ -15,6 +15,7 @@ digest, engine and version, build time, cached or not, and the build log's tail 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -150,18 +151,20 @@ def _from_image(engine: Engine, dockerfile: Path, base: str) -> tuple[str, str |
     if found is None:
         raise ImageBuildFailed(f"{dockerfile.name}: no FROM line", "")
     named = found.group(1)
-    if named.lower() != "scratch" and engine.image_exists(named):
-        return engine.inspect_image(named)["id"], None
+    if named.lower() != "scratch":
+        with contextlib.suppress(EngineFailed):
+            return engine.inspect_image(named)["id"], None
     if engine.name != "podman":
         return named, None  # docker pulls it (and fails clearly when it cannot)
-    if not engine.image_exists(base):
+    try:
+        return engine.inspect_image(base)["id"], base
+    except EngineFailed:
         raise EngineFailed(f"{dockerfile.name}: FROM {named} is not on this machine and there is no base "
-                           f"image {base} to build from (`python -m ledger.sandbox.container base`)")
-    return engine.inspect_image(base)["id"], base
+                           f"image {base} to build from (`python -m ledger.sandbox.container base`)") from None
 
 
-def _ready(engine: Engine, version: str, ref: str, **kw: Any) -> Ready:
-    info = engine.inspect_image(ref)
+def _ready(engine: Engine, version: str, ref: str, info: dict[str, Any] | None = None, **kw: Any) -> Ready:
+    info = info or engine.inspect_image(ref)
     return Ready(ref=ref, image_id=info["id"], digest=info["digest"] or info["id"], engine=engine.name,
                  engine_version=version, **kw)
 
@@ -172,8 +175,8 @@ def ensure_image(engine: Engine, request: ImageRequest, *, base: str = BASE_IMAG
     version = engine.version()
     if request.image is not None:
         ref = request.image
-        if engine.image_exists(ref):
-            return _ready(engine, version, ref, source="image", cached=True, seconds=0.0)
+        with contextlib.suppress(EngineFailed):
+            return _ready(engine, version, ref, engine.inspect_image(ref), source="image", cached=True, seconds=0.0)
         start = time.monotonic()
         pulled = engine.call(["pull", "--quiet", ref], timeout=timeout)
         if not pulled.ok:
@@ -188,8 +191,12 @@ def ensure_image(engine: Engine, request: ImageRequest, *, base: str = BASE_IMAG
     key = build_digest(engine.name, base_id, dockerfile, context)
     ref = f"{ENV_REPO}:{key[:32]}"
     with _build_lock(key):
-        if engine.image_exists(ref) and engine.inspect_image(ref)["labels"].get(DIGEST_LABEL) == key:
-            return _ready(engine, version, ref, source="build", cached=True, seconds=0.0, build_digest=key,
+        try:
+            info: dict[str, Any] | None = engine.inspect_image(ref)
+        except EngineFailed:
+            info = None
+        if info is not None and info["labels"].get(DIGEST_LABEL) == key:
+            return _ready(engine, version, ref, info, source="build", cached=True, seconds=0.0, build_digest=key,
                           from_image=replaced)
         argv = ["build", "-f", str(dockerfile), "-t", ref, "--label", f"{DIGEST_LABEL}={key}"]
         if replaced:

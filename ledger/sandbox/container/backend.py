@@ -1,0 +1,330 @@
+"""The ``podman`` (and ``docker``) backend of the Sandbox port (``ledger.sandbox.port``): boxes
+that are containers of the task's image.
+
+A box is the same ``SandboxPolicy`` the bubblewrap backend builds (``setup.agent_policy`` /
+``grading_policy``), turned into ``ENGINE run`` instead of a bwrap command line:
+
+- the image is the root: the system folders of the policy (``paths.SYSTEM_PATHS``) come from the
+  image, never from the host; every other readable path (the agent's install tree, the
+  interpreter's virtualenv, the forwarder) is bind-mounted read-only at its own path, the
+  writable folders (worktree, fresh home, scratch) read-write at theirs, so a path means one
+  file inside and out (as in bubblewrap);
+- the policy's masks hide what lies inside a mounted tree (a tmpfs over a folder, ``/dev/null``
+  over a file); nothing of ``.ledger/``, the task folders or other attempts is mounted at all;
+- ``--network=none``: loopback only; with an allowlist the journaling proxy's unix socket is
+  mounted and the command runs behind the forwarder (``net.forwarder_command``), as in bubblewrap;
+- an unprivileged user: ``--user 1000:1000`` with every capability dropped and
+  ``no-new-privileges``. User namespaces (``--uidmap``) cannot mount the image's layers on this
+  machine class, so the writable folders are handed to uid 1000 for the box's life and given back
+  to their owner when it closes;
+- limits by the engine: ``--memory`` (and no swap beyond it), ``--pids-limit``, ``--ulimit`` for
+  file size, open files and CPU seconds;
+- every command's container is named; ``close`` removes each one (``rm -f``) whatever happened
+  (but those ``--rm`` removed already: their client exited with the command's own status).
+
+A box that never ran its command is told from a command that failed by the engine's own error
+(exit 125-127 with an ``Error:`` line of the engine or runtime). The engine's processes are not
+the command's: strace of the engine client does not see inside the container, so ``trace_lines``
+yields nothing (the activity trace of a container attempt is not captured; docs/ENVIRONMENTS.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import LedgerError
+from ledger.sandbox.container import engine as engines
+from ledger.sandbox.paths import SYSTEM_PATHS, under
+from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
+from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
+from ledger.sandbox.setup import agent_policy, grading_policy, sandbox_env
+
+INNER_PYTHON = "/usr/bin/python3"  # the image's interpreter that runs the forwarder
+_ENGINE_ERROR = ("Error: ", "error: ", "OCI runtime", "runc create failed", "crun:")
+
+
+@dataclass(frozen=True)
+class ContainerEnforcement:
+    """The limits a container box applies (as engine flags); the shape of ``limits.Enforcement``."""
+
+    limits: Any
+    label: str
+    preexec: None = None
+
+    def flags(self) -> list[str]:
+        lim = self.limits
+        if lim is None:
+            return []
+        # Any --ulimit makes the engine add nofile and nproc at their maximum, which this machine
+        # class refuses (no CAP_SYS_RESOURCE): both are always given, at the attempt's values.
+        return [f"--memory={lim.memory}", f"--memory-swap={lim.memory}", f"--pids-limit={lim.processes}",
+                f"--ulimit=nofile={lim.open_files}:{lim.open_files}",
+                f"--ulimit=nproc={lim.processes}:{lim.processes}",
+                f"--ulimit=fsize={lim.file_size}:{lim.file_size}", f"--ulimit=cpu={lim.cpu_s}:{lim.cpu_s}"]
+
+    def as_data(self) -> dict[str, Any]:
+        data = self.limits.as_data() if self.limits is not None else {}
+        return {**data, "mechanisms": {"memory": "engine", "processes": "engine", "file_size": "ulimit",
+                                       "open_files": "ulimit", "cpu_s": "ulimit"}}
+
+    def hits(self, *, exit_code: int | None = None, signal_no: int | None = None) -> list[dict[str, Any]]:
+        hit = {25: "file_size", 24: "cpu_s", 9: None}.get(signal_no or (exit_code or 0) - 128)
+        return [{"limit": hit, "label": self.label}] if hit else []
+
+    def close(self) -> None:
+        return None
+
+
+def _is_system(path: str) -> bool:
+    return any(under(path, s) for s in SYSTEM_PATHS)
+
+
+def root_stub(policy: SandboxPolicy, stub: Path) -> bool:
+    """Make ``stub`` a stand-in for the image's ``/root`` holding a mount point for every shown
+    path below it (the image's own ``/root`` is 0700: the box's user could not reach a tree of
+    ``/root`` bound below it). False when nothing shown lies below ``/root``."""
+    below = [p for p in (*policy.writable, *policy.readable, *policy.sockets) if under(p, "/root") and p != "/root"]
+    if not below:
+        return False
+    stub.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chmod(stub, 0o755)
+    for path in below:
+        target = stub / os.path.relpath(path, "/root")
+        if os.path.isdir(path):
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            target.touch(mode=0o644, exist_ok=True)
+    for top, dirs, _files in os.walk(stub):
+        for name in dirs:
+            os.chmod(os.path.join(top, name), 0o755)
+    return True
+
+
+def mounts(policy: SandboxPolicy, stub: Path | None, empty: Path) -> list[str]:
+    """The ``--volume`` flags of ``policy``: see the module docstring. ``stub``: the stand-in for
+    ``/root`` (``root_stub``), mounted read-only first; ``empty``: an empty folder mounted
+    read-only over each masked folder."""
+    out: list[str] = [f"--volume={stub}:/root:ro"] if stub is not None else []
+    for path in policy.writable:
+        out.append(f"--volume={path}:{path}:rw")
+    for path in policy.readable:
+        if _is_system(path) or any(under(path, w) for w in policy.writable) or not os.path.exists(path):
+            continue
+        out.append(f"--volume={path}:{path}:ro")
+    for sock in policy.sockets:
+        out.append(f"--volume={sock}:{sock}")
+    for path in policy.masked:
+        if _is_system(path):
+            continue
+        if os.path.isdir(path):
+            out.append(f"--volume={empty}:{path}:ro")
+        else:
+            out.append(f"--volume=/dev/null:{path}:ro")
+    return out
+
+
+class ContainerBox:
+    """One box: each ``command`` is a fresh container of ``image`` over ``policy``."""
+
+    isolated = True
+    captures_trace = False  # strace of the engine client sees nothing of the container
+
+    def __init__(self, engine: engines.Engine, image: str, policy: SandboxPolicy, *, home: str, scratch: str,
+                 proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None) -> None:
+        self.engine, self.image, self.policy = engine, image, policy
+        self.backend = engine.name
+        self.purpose = policy.purpose
+        self.home, self.scratch = home, scratch
+        self.proxy = proxy
+        self._forward = forward
+        self._names: list[str] = []
+        self._owners: dict[str, tuple[int, int]] = {}
+        self._failures: list[str] = []
+        self._commands = 0
+        self._stub: Path | None = None
+        self._settled: set[str] = set()  # containers the engine removed itself (``failure``)
+
+    def readable(self) -> tuple[str, ...]:
+        return tuple(p for p in self.policy.readable if p not in self.policy.masked)
+
+    def writable(self) -> tuple[str, ...]:
+        return self.policy.writable
+
+    def as_data(self) -> dict[str, Any]:
+        data = self.policy.as_data()
+        data.update(backend=self.backend, image=self.image, uid=SANDBOX_UID, trace="not captured",
+                    namespaces=["pid", "mount", "ipc", "uts", "net", "cgroup"])
+        return data
+
+    def enforcement(self, limits: Any, *, label: str) -> ContainerEnforcement:
+        return ContainerEnforcement(limits, label)
+
+    def _hand_over(self) -> None:
+        """The writable folders to the box's user (once per box; ``close`` gives them back)."""
+        for folder in self.policy.writable:
+            if folder in self._owners:
+                continue
+            st = os.lstat(folder)
+            self._owners[folder] = (st.st_uid, st.st_gid)
+            _chown_tree(folder, SANDBOX_UID, SANDBOX_GID)
+
+    def command(self, argv: Sequence[str], env: Mapping[str, str], *, limits: Any = None,
+                waiter: tuple[int, int] | None = None) -> Confined:
+        """``ENGINE run`` of ``argv`` in a new container (``waiter`` is not used: the engine
+        waits for the container, and the container's end ends every process in it)."""
+        self._commands += 1
+        self._hand_over()
+        inner_env = sandbox_env(env, home=Path(self.home), scratch=Path(self.scratch))
+        inner = list(argv)
+        if self._forward is not None:
+            from ledger.sandbox import net
+
+            sock, ports = self._forward
+            inner, port = net.forwarder_command(INNER_PYTHON, Path(sock), ports, inner)
+            inner_env.update(net.proxy_env(port))
+        name = f"ledger-{self.purpose}-{secrets.token_hex(6)}"
+        self._names.append(name)
+        flags = ["run", "--rm", f"--name={name}", "--network=none", f"--user={SANDBOX_UID}:{SANDBOX_GID}",
+                 "--cap-drop=all", "--security-opt=no-new-privileges", "--pull=never", "--read-only",
+                 "--read-only-tmpfs=false",
+                 f"--workdir={self.policy.cwd}", *mounts(self.policy, *self._stubs())]
+        if isinstance(limits, ContainerEnforcement):
+            flags += limits.flags()
+        for key in sorted(inner_env):
+            flags.append(f"--env={key}")  # the value comes from the engine's own environment
+        client_env = {**os.environ, **self.engine.env, **inner_env}
+        return Confined(argv=(self.engine.path, *flags, self.image, *inner), env=client_env)
+
+    def _stubs(self) -> tuple[Path | None, Path]:
+        """(the /root stand-in or None, the empty folder of the masks), made once per box."""
+        if self._stub is None:
+            self._stub = Path(tempfile.mkdtemp(prefix="ledger-box-"))
+            os.chmod(self._stub, 0o755)
+            (self._stub / "empty").mkdir(mode=0o755)
+        root = self._stub / "root"
+        return (root if root.is_dir() or root_stub(self.policy, root) else None), self._stub / "empty"
+
+    def started(self) -> None:
+        return None
+
+    def failure(self, returncode: int | None, output: str) -> str | None:
+        """The engine's message when it never ran the command (exit 125-127 and its error line).
+
+        A command whose engine client exited by itself with the command's status has had its
+        container removed by ``--rm`` already: ``close`` need not ask the engine again."""
+        if returncode is not None and (0 <= returncode < 125 or returncode > 127) and self._names:
+            self._settled.add(self._names[-1])
+        if returncode not in (125, 126, 127):
+            return None
+        lines = [ln.strip() for ln in output.splitlines() if ln.strip().startswith(_ENGINE_ERROR)]
+        if not lines:
+            return None
+        why = f"{self.backend}: {lines[-1][:300]}"
+        self._failures.append(why)
+        return why
+
+    def namespace(self) -> tuple[int, str] | None:
+        return None
+
+    def trace_lines(self, lines: Iterable[str]) -> Iterator[str]:
+        return iter(())
+
+    def close(self) -> BoxRecords:
+        names = [n for n in self._names if n not in self._settled]
+        self._names = []
+        if names:
+            with contextlib.suppress(LedgerError):  # the folders are given back whatever the engine did
+                self.engine.call(["rm", "--force", "--ignore", *names], timeout=60)
+        stub, self._stub = self._stub, None
+        if stub is not None:
+            shutil.rmtree(stub, ignore_errors=True)
+        owners, self._owners = self._owners, {}
+        for folder, (uid, gid) in owners.items():
+            _chown_tree(folder, uid, gid)
+        proxy, self.proxy = self.proxy, None
+        connections = proxy.close() if proxy is not None else []
+        return BoxRecords(backend=self.backend, connections=tuple(connections), failures=tuple(self._failures),
+                          commands=self._commands)
+
+
+def _chown_tree(root: str, uid: int, gid: int) -> None:
+    """``root`` and everything under it (links themselves, never followed) to ``uid:gid``."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for top, dirs, files in os.walk(root, followlinks=False):
+        for name in (*dirs, *files):
+            try:
+                os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+
+
+class ContainerSandbox:
+    """The container backend under the engine's name; ``for_image`` binds a task's image."""
+
+    hint = engines.INSTALL_HINT
+
+    def __init__(self, name: str = "podman", image: str = engines.BASE_IMAGE) -> None:
+        self.name = name
+        self.image = image
+        self._available: Availability | None = None
+
+    def for_image(self, image: str) -> ContainerSandbox:
+        """The same backend running ``image`` (a task's ``Ready.ref``)."""
+        bound = ContainerSandbox(self.name, image)
+        bound._available = self._available
+        return bound
+
+    def _engine(self) -> engines.Engine:
+        found = engines.find_engine(self.name)
+        if found is None:
+            raise engines.EngineUnavailable(f"{self.name} is not on PATH; {engines.INSTALL_HINT}")
+        return found
+
+    def available(self) -> Availability:
+        if self._available is None:
+            probe = engines.probe(self.name, image=self.image)
+            self._available = Availability(probe.runs, probe.reason, probe.version)
+        return self._available
+
+    def agent_box(self, request: AgentRequest) -> ContainerBox:
+        proxy = forward = None
+        extra = list(request.extra_readable)
+        sockets: list[str] = []
+        if request.allowlist:
+            from ledger.sandbox import net
+
+            if request.net_dir is None:
+                raise ValueError("an agent box with a network allowlist needs a net_dir")
+            sock = request.net_dir / "proxy.sock"
+            proxy = net.Proxy(sock, request.allowlist, allowed=request.allows)
+            forward = (str(sock), tuple(request.loopback_ports))
+            sockets = [str(sock)]
+            extra.append(net.FORWARDER)
+        try:
+            policy = agent_policy(
+                worktree=request.worktree, home=request.home, scratch=request.scratch, argv=request.argv,
+                path_env=request.path_env, hidden=request.hidden, harness_code=request.harness_code,
+                extra_readable=extra, copied_config=request.copied_config,
+                network="proxy" if proxy is not None else "none", sockets=sockets)
+            return ContainerBox(self._engine(), self.image, policy, home=str(request.home),
+                                scratch=str(request.scratch), proxy=proxy, forward=forward)
+        except BaseException:
+            if proxy is not None:
+                proxy.close()
+            raise
+
+    def grading_box(self, request: GradingRequest) -> ContainerBox:
+        policy = grading_policy(
+            worktree=request.worktree, home=request.home, scratch=request.scratch, hidden=request.hidden,
+            path_env=request.path_env, programs=request.programs, readable=request.readable, cwd=request.cwd)
+        return ContainerBox(self._engine(), self.image, policy, home=str(request.home),
+                            scratch=str(request.scratch))

@@ -1,0 +1,151 @@
+"""The container backend's own guarantees beyond the sandbox contract suite (which it passes in
+tests/sandbox/test_sandbox_contract.py): the task's image is the root, an unprivileged user, the
+engine's limits, nothing of the ledger home or the task folders inside, every container removed
+and the folders given back whatever happened. Each attacker prints what it tried."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger.sandbox.container import engine
+from ledger.sandbox.container.backend import ContainerSandbox
+from ledger.sandbox.limits import MIB, Limits
+from ledger.sandbox.port import AgentRequest, GradingRequest
+
+
+@pytest.fixture
+def sandbox(podman: engine.Engine) -> ContainerSandbox:
+    return ContainerSandbox(podman.name)
+
+
+def folders(tmp: Path) -> dict[str, Path]:
+    out = {name: tmp / "attempt" / name for name in ("wt", "home", "scratch")}
+    for p in out.values():
+        p.mkdir(parents=True)
+    return out
+
+
+def agent_box(sandbox: ContainerSandbox, f: dict[str, Path], argv: list[str], hidden: tuple[str, ...] = ()):
+    return sandbox.agent_box(AgentRequest(worktree=f["wt"], home=f["home"], scratch=f["scratch"], argv=tuple(argv),
+                                          path_env="/usr/local/bin:/usr/bin:/bin", hidden=hidden))
+
+
+def run(box, f: dict[str, Path], argv: list[str], limits=None, timeout: float = 120):
+    cmd = box.command(argv, {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(f["home"])}, limits=limits)
+    proc = subprocess.run(cmd.argv, env=cmd.env, cwd=f["wt"], capture_output=True, text=True, timeout=timeout)
+    box.started()
+    return proc.returncode, proc.stdout + proc.stderr, box.failure(proc.returncode, proc.stdout + proc.stderr)
+
+
+def containers_named(podman: engine.Engine, prefix: str) -> list[str]:
+    out = podman.call(["ps", "-a", "--format", "{{.Names}}"], timeout=60, check=True).stdout.split()
+    return [n for n in out if n.startswith(prefix)]
+
+
+def test_the_image_is_the_root_and_the_user_is_unprivileged(sandbox: ContainerSandbox, tmp_path: Path) -> None:
+    f = folders(tmp_path)
+    argv = ["/bin/sh", "-c", "echo TRIED id $(id -u):$(id -g); cat /etc/debian_version; "
+            "touch /etc/planted && echo TRIED-ROOT WROTE || echo TRIED-ROOT DENIED; echo ok > made.txt"]
+    box = agent_box(sandbox, f, argv)
+    try:
+        code, out, failed = run(box, f, argv)
+    finally:
+        box.close()
+    assert (code, failed) == (0, None), out
+    assert "TRIED id 1000:1000" in out and out.splitlines()[1].startswith("12.")  # bookworm, the image's
+    assert "TRIED-ROOT DENIED" in out
+    assert (f["wt"] / "made.txt").read_text() == "ok\n"
+    assert (f["wt"] / "made.txt").stat().st_uid == os.getuid()  # given back when the box closed
+    assert box.as_data()["image"] == engine.BASE_IMAGE and box.as_data()["backend"] == "podman"
+
+
+def test_nothing_of_the_ledger_home_or_the_task_is_inside(sandbox: ContainerSandbox, tmp_path: Path) -> None:
+    """The ledger home and the task folder exist on the host beside the worktree; inside, neither
+    is there at all (only what the policy shows is mounted)."""
+    f = folders(tmp_path)
+    home = tmp_path / ".ledger"
+    home.mkdir()
+    (home / "signing.key").write_text("SECRET-KEY\n")
+    task = tmp_path / "task" / "tests"
+    task.mkdir(parents=True)
+    (task / "test_hidden.py").write_text("HIDDEN-TEST\n")
+    argv = ["/bin/sh", "-c", f"for p in {home}/signing.key {task}/test_hidden.py; do "
+            "cat $p 2>/dev/null && echo TRIED $p READ || echo TRIED $p ABSENT; done; ls /"]
+    box = agent_box(sandbox, f, argv, hidden=(str(home), str(tmp_path / "task")))
+    try:
+        code, out, failed = run(box, f, argv)
+    finally:
+        box.close()
+    assert (code, failed) == (0, None), out
+    assert f"TRIED {home}/signing.key ABSENT" in out and f"TRIED {task}/test_hidden.py ABSENT" in out
+    assert "SECRET-KEY" not in out and "HIDDEN-TEST" not in out
+
+
+def test_the_engine_limits_memory_and_processes(sandbox: ContainerSandbox, tmp_path: Path) -> None:
+    f = folders(tmp_path)
+    hog = ["/usr/bin/python3", "-c",
+           "import os\nprint('TRIED allocate 512 MiB', flush=True)\nb = bytearray(512 << 20)\n"
+           "for i in range(0, len(b), 4096): b[i] = 1\nprint('ALLOCATED')"]
+    box = agent_box(sandbox, f, hog)
+    enf = box.enforcement(Limits(memory=128 * MIB, processes=64), label="agent")
+    try:
+        code, out, failed = run(box, f, hog, limits=enf)
+        forks = ["/bin/sh", "-c", "echo TRIED fork 200; for i in $(seq 200); do sleep 5 & done 2>&1 | "
+                 "grep -c -i 'fork\\|resource' ; wait"]
+        fcode, fout, ffailed = run(box, f, forks, limits=enf)
+    finally:
+        box.close()
+    assert failed is None and "TRIED allocate 512 MiB" in out and "ALLOCATED" not in out and code == 137, out
+    assert ffailed is None and "TRIED fork 200" in fout
+    assert int(fout.split()[-1]) > 0, fout  # some forks were refused
+
+
+def test_every_container_is_removed_whatever_happened(sandbox: ContainerSandbox, podman: engine.Engine,
+                                                       tmp_path: Path) -> None:
+    """A command killed mid-way (its engine client killed) leaves no container once the box closes."""
+    f = folders(tmp_path)
+    argv = ["/bin/sh", "-c", "echo TRIED outlive; sleep 300"]
+    box = agent_box(sandbox, f, argv)
+    cmd = box.command(argv, {"PATH": "/usr/bin:/bin"})
+    proc = subprocess.Popen(cmd.argv, env=cmd.env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "TRIED outlive"
+        name = box._names[-1]
+        assert containers_named(podman, name) == [name]
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        records = box.close()
+    assert containers_named(podman, name) == [] and records.commands == 1
+    assert f["wt"].stat().st_uid == os.getuid()
+
+
+def test_a_grading_box_is_a_fresh_container_per_command(sandbox: ContainerSandbox, tmp_path: Path) -> None:
+    """A process left behind by one grading command is gone for the next (a fresh container each)."""
+    f = folders(tmp_path)
+    box = sandbox.grading_box(GradingRequest(worktree=f["wt"], home=f["home"], scratch=f["scratch"],
+                                             path_env="/usr/bin:/bin"))
+    try:
+        pcode, pout, _ = run(box, f, ["/bin/sh", "-c", "(sleep 60 &); echo TRIED plant $(cat /proc/[0-9]*/comm "
+                                      "| grep -c sleep)"])
+        code, out, failed = run(box, f, ["/bin/sh", "-c", "echo TRIED look $(cat /proc/[0-9]*/comm | grep -c sleep)"])
+    finally:
+        box.close()
+    assert pcode == 0 and "TRIED plant 1" in pout, pout  # the planted process ran beside its command
+    assert (code, failed) == (0, None) and "TRIED look 0" in out, out
+
+
+def test_a_missing_image_is_the_box_failure(podman: engine.Engine, tmp_path: Path) -> None:
+    f = folders(tmp_path)
+    box = ContainerSandbox(podman.name).for_image("localhost/ledger-no-such-image:1").grading_box(
+        GradingRequest(worktree=f["wt"], home=f["home"], scratch=f["scratch"]))
+    try:
+        code, out, failed = run(box, f, ["/bin/true"])
+    finally:
+        records = box.close()
+    assert code == 125 and failed is not None and "ledger-no-such-image" in failed
+    assert records.failures == (failed,)
