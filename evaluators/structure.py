@@ -32,7 +32,7 @@ fold counts them as unknown).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,25 +125,43 @@ def _bound_seqs(att_entry: Entry) -> frozenset[int] | None:
     return frozenset(seqs)
 
 
-def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
-    """Split one run's entries (others are passed through untouched) into counted and injected.
+_NEVER = 1 << 62
 
-    ``run_id`` None: the run of the first entry that names one.
-    """
-    es = entries if isinstance(entries, list | tuple) else list(entries)
-    if run_id is None:
-        run_id = next((e.run for e in es if e.run is not None), None)
-    # Pass 1: the structure (run segments, attempt spans, attestations).
-    finished_seqs: list[int] = []
-    segments: list[list[int]] = []  # [open seq, close seq] of each run segment
+
+@dataclass
+class _Structure:
+    """Pass 1 of :func:`trusted`: the run's segments, its attempts' spans and attestations."""
+
+    finished: list[int]  # every run.finished that closes an open segment, in seq order
+    segments: list[tuple[int, int]]  # (open seq, close seq) of each run segment
+    closed: list[tuple[int, int]]  # after each run.finished until the run.resumed that reopens it
+    started: dict[str, int]  # each attempt's first attempt.started
+    attestation: dict[str, Entry]  # each attempt's counted attestation
+    # each started attempt's span: (its first attempt.started, the end of the span, the result
+    # seqs its attestation binds or None)
+    spans: dict[str, tuple[int, int, frozenset[int] | None]]
+
+    def run_end(self, after: int) -> int:
+        """The run.finished that ends the segment holding ``after`` (``_NEVER``: still open)."""
+        for s in self.finished:
+            if s > after:
+                return s
+        return _NEVER
+
+    def in_segment(self, seq: int) -> bool:
+        """Inside an open run segment (after run.started or run.resumed, before run.finished)."""
+        return any(o < seq < c for o, c in self.segments)
+
+
+def _structure(es: Sequence[Entry], run_id: str | None) -> _Structure:
+    finished: list[int] = []
+    segments: list[tuple[int, int]] = []
     prologues: list[tuple[int, int]] = []  # (run.finished, the run.resumed after it)
-    resumed_seqs: list[int] = []
+    resumed: list[int] = []
     started: dict[str, int] = {}
-    attestation: dict[str, Entry] = {}
     attestations: list[Entry] = []  # every attestation entry of the run, in seq order
     open_at: int | None = None
     run_started = False
-    never = 1 << 62
     for e in es:
         if e.run != run_id:
             continue
@@ -153,15 +171,15 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
                 run_started = True
                 open_at = e.seq
         elif k == "run.resumed":
-            resumed_seqs.append(e.seq)
+            resumed.append(e.seq)
             if open_at is None:
-                if finished_seqs:
-                    prologues.append((finished_seqs[-1], e.seq))
+                if finished:
+                    prologues.append((finished[-1], e.seq))
                 open_at = e.seq
         elif k == "run.finished":
             if open_at is not None:
-                finished_seqs.append(e.seq)
-                segments.append([open_at, e.seq])
+                finished.append(e.seq)
+                segments.append((open_at, e.seq))
                 open_at = None
         elif k == "attempt.started":
             a = e.data.get("attempt")
@@ -170,59 +188,112 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         elif k == "attestation":
             attestations.append(e)
     if open_at is not None:
-        segments.append([open_at, never])
-    finished_set = frozenset(finished_seqs)
-
-    def run_end(after: int) -> int:
-        for s in finished_seqs:
-            if s > after:
-                return s
-        return never
-
-    def in_prologue(seq: int) -> bool:
-        """Between a run.finished and the run.resumed after it, where ``--resume`` attests the
-        attempts the stopped coordinator left unattested."""
-        return any(f < seq < r for f, r in prologues)
-
-    # after each run.finished until the run.resumed that reopens the run (or for good)
-    closed = [(f, next((r for r in resumed_seqs if r > f), never)) for f in finished_seqs]
-    bench_views: dict[int, bool] = {}
-
-    def _segment_of(seq: int) -> int:
-        """The run.finished that ends the segment holding ``seq`` (``never``: still open)."""
-        return run_end(seq)
-
-    def in_segment(seq: int) -> bool:
-        """Inside an open run segment (after run.started or run.resumed, before run.finished)."""
-        return any(o < seq < c for o, c in segments)
-
+        segments.append((open_at, _NEVER))
+    closed = [(f, next((r for r in resumed if r > f), _NEVER)) for f in finished]
+    st = _Structure(finished, segments, closed, started, {}, {})
     for e in attestations:
         a = e.data.get("attempt")
-        if isinstance(a, str) and a in started and a not in attestation:
+        if isinstance(a, str) and a in started and a not in st.attestation:
             s = started[a]
-            if s < e.seq < run_end(s) or (s < e.seq and in_prologue(e.seq)):
-                attestation[a] = e
-
-    # each started attempt's span: (its first attempt.started, the end of the span, the result
-    # seqs its attestation binds or None)
-    spans: dict[str, tuple[int, int, frozenset[int] | None]] = {}
+            # between a run.finished and the run.resumed after it, ``--resume`` attests the
+            # attempts the stopped coordinator left unattested
+            if s < e.seq < st.run_end(s) or (s < e.seq and any(f < e.seq < r for f, r in prologues)):
+                st.attestation[a] = e
     for a, s in started.items():
-        att_e = attestation.get(a)
-        spans[a] = ((s, att_e.seq, _bound_seqs(att_e)) if att_e is not None
-                    else (s, run_end(s), None))
+        att_e = st.attestation.get(a)
+        st.spans[a] = ((s, att_e.seq, _bound_seqs(att_e)) if att_e is not None
+                       else (s, st.run_end(s), None))
+    return st
 
-    # Pass 2: keep what the structure places, report the rest.
+
+class _Placer:
+    """Pass 2 of :func:`trusted`: whether each entry of the run sits where the structure puts it
+    (``None``) or why not (the attempt it names, the reason)."""
+
+    def __init__(self, st: _Structure) -> None:
+        self.st = st
+        self.finished_set = frozenset(st.finished)
+        self.seen: set[tuple[Any, ...]] = set()
+        self.judged: set[tuple[str, Any, Any]] = set()
+        self.bench_views: dict[int, bool] = {}
+        self.prev_kind: str | None = None  # the kind of the run's previous counted entry
+        self.run_started_seen = False
+
+    def attempt_entry(self, e: Entry, c: int) -> tuple[str | None, str] | None:
+        d = e.data
+        if "attempt" not in d:
+            return None
+        a = d["attempt"]
+        if not isinstance(a, str):
+            return None
+        span = self.st.spans.get(a)
+        if span is None:
+            return a, "names an attempt that never started in this run"
+        first_seq, end, b = span
+        seq = e.seq
+        if c == _ATTEMPT_STARTED:
+            if seq != first_seq:
+                return a, "a second attempt.started for the attempt"
+        elif not first_seq < seq < end:
+            return a, ("outside its attempt's span (after attempt.started, before its attestation "
+                       "and the run's run.finished)")
+        if c != _ATTEMPT_ACTIVITY:  # a result (attempt.started is one too)
+            if b is not None and seq not in b:
+                return a, "a result the attempt's signed attestation does not bind"
+            key = (a, *_result_key(e))
+            if key in self.seen:
+                return a, "a second result of the same kind in the attempt's span"
+            self.seen.add(key)
+        return None
+
+    def run_entry(self, e: Entry, c: int) -> tuple[str | None, str] | None:
+        st = self.st
+        if c == _RUN_STARTED:
+            if self.run_started_seen:
+                return None, "a second run.started for the run"
+            self.run_started_seen = True
+        elif c == _RUN_FINISHED:
+            if e.seq not in self.finished_set:
+                return None, ("run.finished outside an open run segment (not after run.started or "
+                              "run.resumed)")
+        elif c == _VIEW_RECORDED:
+            if e.data.get("evaluator") == "bench":
+                segment = next((o for o, close in st.closed if o < e.seq < close), None)
+                if segment is not None or self.bench_views.get(st.run_end(e.seq)):
+                    return None, "bench view.recorded after the run finished, or a second one"
+                self.bench_views[st.run_end(e.seq)] = True
+            elif self.prev_kind not in ("run.finished", "view.recorded"):
+                return None, "view.recorded that does not directly follow the run's run.finished"
+        elif c == _ATTESTATION:
+            a = e.data.get("attempt")
+            att_e = st.attestation.get(a) if isinstance(a, str) else None
+            if att_e is None or att_e.seq != e.seq:
+                return (a if isinstance(a, str) else None,
+                        "attestation outside its attempt's span, or not the attempt's first")
+        else:  # judge.verdict
+            d = e.data
+            a = d.get("attempt")
+            jkey = (str(a), _hashable(d.get("judge")), _hashable(d.get("version")))
+            if isinstance(a, str) and (a not in st.started or not st.started[a] < e.seq
+                                       or not st.in_segment(e.seq) or jkey in self.judged):
+                return a, "judge.verdict outside its attempt's run segment, or a second one by the same judge"
+            self.judged.add(jkey)
+        return None
+
+
+def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
+    """Split one run's entries (others are passed through untouched) into counted and injected.
+
+    ``run_id`` None: the run of the first entry that names one.
+    """
+    es = entries if isinstance(entries, list | tuple) else list(entries)
+    if run_id is None:
+        run_id = next((e.run for e in es if e.run is not None), None)
+    placer = _Placer(_structure(es, run_id))
     kept: list[Entry] = []
     findings: list[Finding] = []
-    seen: set[tuple[Any, ...]] = set()
-    judged: set[tuple[str, Any, Any]] = set()
-    prev_kind: str | None = None  # the kind of the run's previous counted entry
-    run_started_seen = False
     classes = _KindClasses()
-
-    def reject(e: Entry, attempt: str | None, reason: str) -> None:
-        findings.append(Finding(e.seq, e.kind, e.run, attempt, reason))
-
+    attempt_entry, run_entry = placer.attempt_entry, placer.run_entry
     for e in es:
         if e.run != run_id:
             kept.append(e)
@@ -230,72 +301,14 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         k = e.kind
         c = classes[k]
         if c >= _ATTEMPT_STARTED:  # most entries: the attempt kinds
-            d = e.data
-            if "attempt" in d:
-                a = d["attempt"]
-                if isinstance(a, str):
-                    span = spans.get(a)
-                    if span is None:
-                        reject(e, a, "names an attempt that never started in this run")
-                        continue
-                    first_seq, end, b = span
-                    seq = e.seq
-                    if c == _ATTEMPT_STARTED:
-                        if seq != first_seq:
-                            reject(e, a, "a second attempt.started for the attempt")
-                            continue
-                    elif not first_seq < seq < end:
-                        reject(e, a, "outside its attempt's span (after attempt.started, before "
-                                     "its attestation and the run's run.finished)")
-                        continue
-                    if c != _ATTEMPT_ACTIVITY:  # a result (attempt.started is one too)
-                        if b is not None and seq not in b:
-                            reject(e, a, "a result the attempt's signed attestation does not bind")
-                            continue
-                        key = (a, *_result_key(e))
-                        if key in seen:
-                            reject(e, a, "a second result of the same kind in the attempt's span")
-                            continue
-                        seen.add(key)
+            bad = attempt_entry(e, c)
         elif c == _PASS:
-            pass
-        elif c == _RUN_STARTED:
-            if run_started_seen:
-                reject(e, None, "a second run.started for the run")
-                continue
-            run_started_seen = True
-        elif c == _RUN_FINISHED:
-            if e.seq not in finished_set:
-                reject(e, None, "run.finished outside an open run segment (not after run.started "
-                                "or run.resumed)")
-                continue
-        elif c == _VIEW_RECORDED:
-            if e.data.get("evaluator") == "bench":
-                segment = next((o for o, close in closed if o < e.seq < close), None)
-                if segment is not None or bench_views.get(_segment_of(e.seq)):
-                    reject(e, None, "bench view.recorded after the run finished, or a second one")
-                    continue
-                bench_views[_segment_of(e.seq)] = True
-            elif prev_kind not in ("run.finished", "view.recorded"):
-                reject(e, None, "view.recorded that does not directly follow the run's run.finished")
-                continue
-        elif c == _ATTESTATION:
-            a = e.data.get("attempt")
-            att_e = attestation.get(a) if isinstance(a, str) else None
-            if att_e is None or att_e.seq != e.seq:
-                reject(e, a if isinstance(a, str) else None,
-                       "attestation outside its attempt's span, or not the attempt's first")
-                continue
-        else:  # judge.verdict
-            d = e.data
-            a = d.get("attempt")
-            jkey = (str(a), _hashable(d.get("judge")), _hashable(d.get("version")))
-            if isinstance(a, str) and (a not in started or not started[a] < e.seq or not in_segment(e.seq)
-                                       or jkey in judged):
-                reject(e, a, "judge.verdict outside its attempt's run segment, or a second one "
-                             "by the same judge")
-                continue
-            judged.add(jkey)
+            bad = None
+        else:
+            bad = run_entry(e, c)
+        if bad is not None:
+            findings.append(Finding(e.seq, e.kind, e.run, bad[0], bad[1]))
+            continue
         kept.append(e)
-        prev_kind = k
+        placer.prev_kind = k
     return Trusted(tuple(kept), tuple(findings))
