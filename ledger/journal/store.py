@@ -1,21 +1,9 @@
 """SQLite storage of the journal: the only module that imports ``sqlite3``.
 
-Schema (format version 2; see docs/FORMAT.md):
-
-    meta(key TEXT PRIMARY KEY, value TEXT)            format, version, tile_height
-    entries(seq INTEGER PRIMARY KEY, body BLOB)        the exact entry bytes that are hashed
-    spans(first INTEGER PRIMARY KEY, last, run, task, kind, root, ts)
-                                                      seqs first..last share run/task/kind; the
-                                                      last span of a commit holds its tree head
-    runs(run TEXT PRIMARY KEY, first) WITHOUT ROWID   the first span of every run
-    tiles(level, idx, hashes, root) WITHOUT ROWID     full tiles of the Merkle tree (tiles.py)
-    checkpoints(size INTEGER PRIMARY KEY, note TEXT, ts)
-
-Every append runs in one ``BEGIN IMMEDIATE`` transaction that reads the head, assigns the next
-sequence numbers, and writes the entry rows, their spans (the last one with the new tree head),
-any new run and the tiles that became full together. Triggers refuse UPDATE and DELETE on every table but meta, and refuse an INSERT
-at any seq other than the next one (which also stops ``INSERT OR REPLACE``). Triggers are a seat
-belt; ``verify`` is the check.
+The schema and the pure helpers of an append are ``ledger/journal/schema.py``. Every append
+runs in one ``BEGIN IMMEDIATE`` transaction that reads the head, assigns the next sequence
+numbers, and writes the entry rows, their spans (the last one with the new tree head), any new
+run and the tiles that became full together.
 """
 
 from __future__ import annotations
@@ -40,88 +28,26 @@ from ledger.errors import (
 )
 from ledger.journal import merkle
 from ledger.journal.codec import MAX_ENTRY_BYTES, Entry, encode_entries
+from ledger.journal.schema import (
+    _SCHEMA,
+    _TABLES,
+    BUSY_TIMEOUT_MS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    Item,
+    Span,
+    _chunks,
+    _refuse_oversized,
+    _spans_of,
+    _split_sql,
+)
 from ledger.journal.tiles import (
     DEFAULT_HEIGHT,
     HASH_SIZE,
     TileEdge,
     check_height,
-    hash_up,
-    locate,
+    nodes_from_tiles,
 )
-
-FORMAT_NAME = "eval-ledger-journal"
-FORMAT_VERSION = "2"
-BUSY_TIMEOUT_MS = 60_000
-
-_SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE entries(seq INTEGER PRIMARY KEY, body BLOB NOT NULL);
-CREATE TABLE spans(
-    first INTEGER PRIMARY KEY,
-    last INTEGER NOT NULL,
-    run TEXT,
-    task TEXT,
-    kind TEXT NOT NULL,
-    root BLOB,
-    ts INTEGER
-);
-CREATE INDEX spans_runkind ON spans(kind) WHERE kind GLOB 'run.*';
-CREATE TABLE runs(run TEXT PRIMARY KEY, first INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE tiles(level INTEGER NOT NULL, idx INTEGER NOT NULL, hashes BLOB NOT NULL,
-                   root BLOB NOT NULL, PRIMARY KEY(level, idx)) WITHOUT ROWID;
-CREATE TABLE checkpoints(size INTEGER PRIMARY KEY, note TEXT NOT NULL, ts INTEGER NOT NULL);
-
-CREATE TRIGGER entries_append_only BEFORE INSERT ON entries
-WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries)
-BEGIN SELECT RAISE(ABORT, 'journal: entries are append-only (seq must be the next one)'); END;
-CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries
-BEGIN SELECT RAISE(ABORT, 'journal: entries cannot be updated'); END;
-CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
-BEGIN SELECT RAISE(ABORT, 'journal: entries cannot be deleted'); END;
-
-CREATE TRIGGER spans_append_only BEFORE INSERT ON spans
-WHEN NEW.first IS NOT COALESCE((SELECT last + 1 FROM spans ORDER BY first DESC LIMIT 1), 0)
-  OR typeof(NEW.last) != 'integer' OR NEW.last < NEW.first
-BEGIN SELECT RAISE(ABORT, 'journal: spans are append-only (first must follow the last span)'); END;
-CREATE TRIGGER spans_no_update BEFORE UPDATE ON spans
-BEGIN SELECT RAISE(ABORT, 'journal: spans cannot be updated'); END;
-CREATE TRIGGER spans_no_delete BEFORE DELETE ON spans
-BEGIN SELECT RAISE(ABORT, 'journal: spans cannot be deleted'); END;
-
-CREATE TRIGGER tiles_no_dup BEFORE INSERT ON tiles
-WHEN EXISTS (SELECT 1 FROM tiles WHERE level = NEW.level AND idx = NEW.idx)
-BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be replaced'); END;
-CREATE TRIGGER tiles_no_update BEFORE UPDATE ON tiles
-BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be updated'); END;
-CREATE TRIGGER tiles_no_delete BEFORE DELETE ON tiles
-BEGIN SELECT RAISE(ABORT, 'journal: tiles cannot be deleted'); END;
-
-CREATE TRIGGER runs_no_dup BEFORE INSERT ON runs
-WHEN EXISTS (SELECT 1 FROM runs WHERE run = NEW.run)
-  OR typeof(NEW.run) != 'text' OR typeof(NEW.first) != 'integer'
-  OR NOT EXISTS (SELECT 1 FROM spans WHERE first = NEW.first AND run = NEW.run)
-BEGIN SELECT RAISE(ABORT, 'journal: a run is indexed once, at a span of that run'); END;
-CREATE TRIGGER runs_no_update BEFORE UPDATE ON runs
-BEGIN SELECT RAISE(ABORT, 'journal: runs cannot be updated'); END;
-CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
-BEGIN SELECT RAISE(ABORT, 'journal: runs cannot be deleted'); END;
-
-CREATE TRIGGER checkpoints_no_dup BEFORE INSERT ON checkpoints
-WHEN EXISTS (SELECT 1 FROM checkpoints WHERE size = NEW.size)
-BEGIN SELECT RAISE(ABORT, 'journal: checkpoints cannot be replaced'); END;
-CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints
-BEGIN SELECT RAISE(ABORT, 'journal: checkpoints cannot be updated'); END;
-CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
-BEGIN SELECT RAISE(ABORT, 'journal: checkpoints cannot be deleted'); END;
-"""
-
-_TABLES = {"meta", "entries", "spans", "runs", "tiles", "checkpoints"}
-
-# One append item: (kind, data, run, task).
-Item = tuple[str, dict[str, Any], str | None, str | None]
-# One span row as stored: (first, last, run, task, kind, root, ts); root and ts are the tree
-# head on the last span of a commit and None on the others.
-Span = tuple[int, int, str | None, str | None, str, bytes | None, int | None]
 
 _SQLITE_MAX_INT = 2**63 - 1  # seqs and indexes beyond SQLite's integer are not in any journal
 
@@ -442,38 +368,10 @@ class Store:
     # ------------------------------------------------------------------ reading
 
     def fetch_nodes(self, keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
-        """Return the hashes of complete-subtree keys ``(level, index)``, read from the tiles.
-
-        A node comes from one stored tile; at the right edge of the tree, where tiles are not full
-        yet, from the entries or full tiles one level down. ``KeyError`` for a node the journal
-        does not hold.
-        """
-        h = self.tile_height
-        mask = (1 << h) - 1
-        want: dict[merkle.Key, tuple[int, int, int, int]] = {}
-        for level, index in keys:
-            if level < 0 or index < 0 or level >= 64 or (index + 1) << level > _SQLITE_MAX_INT:
-                raise KeyError(f"tree node ({level},{index}) cannot exist")
-            want[(level, index)] = locate(level, index, h)
-        tile_keys = sorted({(tl, first >> h) for tl, first, _n, _up in want.values()})
-        tiles = self._tiles(tile_keys)
-        out: dict[merkle.Key, bytes] = {}
-        edge: dict[int, tuple[int, int]] = {}  # tile level -> index range read from below
-        for key, (tl, first, count, up) in want.items():
-            blob = tiles.get((tl, first >> h))
-            if blob is not None:
-                off = (first & mask) * HASH_SIZE
-                out[key] = hash_up(blob[off:off + count * HASH_SIZE], up)
-            else:
-                lo, hi = edge.get(tl, (first, first + count))
-                edge[tl] = (min(lo, first), max(hi, first + count))
-        if edge:
-            below = {tl: (lo, self._level_hashes(tl, lo, hi)) for tl, (lo, hi) in edge.items()}
-            for key, (tl, first, count, up) in want.items():
-                if key not in out:
-                    lo, hashes = below[tl]
-                    out[key] = hash_up(b"".join(hashes[first - lo:first - lo + count]), up)
-        return out
+        """Return the hashes of complete-subtree keys ``(level, index)``, read from the tiles
+        (``tiles.nodes_from_tiles``: at the right edge, from the entries or full tiles one level
+        down). ``KeyError`` for a node the journal does not hold."""
+        return nodes_from_tiles(keys, self.tile_height, _SQLITE_MAX_INT, self._tiles, self._level_hashes)
 
     def _tiles(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """The stored full tiles among ``keys`` (a malformed stored tile counts as absent)."""
@@ -678,55 +576,6 @@ def _unreadable(func: Any) -> Any:
         except sqlite3.DatabaseError as exc:
             raise JournalUnreadable(f"the journal {self.path} can no longer be read: {exc}") from exc
     return call
-
-
-def _refuse_oversized(entries: Sequence[Entry]) -> None:
-    big = next(e for e in entries if len(e.raw) > MAX_ENTRY_BYTES)
-    raise UsageError(f"entry of kind {big.kind!r} is {len(big.raw)} bytes encoded; one entry holds at most "
-                     f"{MAX_ENTRY_BYTES} bytes (16 MiB, docs/FORMAT.md)")
-
-
-def _spans_of(size: int, items: Sequence[Item], root: bytes, ts: int) -> list[Span]:
-    """Runs of consecutive items with the same run, task and kind, as span rows; the last span
-    carries the commit's tree head (root, ts)."""
-    if len(items) == 1:
-        kind, _data, run, task = items[0]
-        return [(size, size, run, task, kind, root, ts)]
-    out: list[Span] = []
-    first = size
-    prev_kind, _d, prev_run, prev_task = items[0]
-    for offset, (kind, _data, run, task) in enumerate(items):
-        if kind != prev_kind or run != prev_run or task != prev_task:
-            seq = size + offset
-            out.append((first, seq - 1, prev_run, prev_task, prev_kind, None, None))
-            first, prev_run, prev_task, prev_kind = seq, run, task, kind
-    out.append((first, size + len(items) - 1, prev_run, prev_task, prev_kind, root, ts))
-    return out
-
-
-def _chunks(seq: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split the schema into statements (trigger bodies contain ';' so split on 'END;')."""
-    out: list[str] = []
-    buf: list[str] = []
-    for line in script.strip().splitlines():
-        buf.append(line)
-        text = "\n".join(buf).strip()
-        if not text:
-            buf = []
-            continue
-        if text.upper().startswith("CREATE TRIGGER"):
-            if text.upper().endswith("END;"):
-                out.append(text)
-                buf = []
-        elif text.endswith(";"):
-            out.append(text)
-            buf = []
-    return out
 
 
 for _name in ("append", "add_checkpoint", "fetch_nodes", "head", "rows", "run_level_rows", "leaf_level",

@@ -23,10 +23,10 @@ tiles that became full.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ledger.errors import UsageError
-from ledger.journal.merkle import EMPTY_ROOT, fold
+from ledger.journal.merkle import EMPTY_ROOT, Key, fold
 
 HASH_SIZE = 32
 DEFAULT_HEIGHT = 4
@@ -233,3 +233,37 @@ class TileEdge:
         """The RFC 6962 root of the tree (SHA-256 of nothing for the empty tree)."""
         hashes = self.frontier()
         return fold(hashes) if hashes else EMPTY_ROOT
+
+
+def nodes_from_tiles(keys: Sequence[Key], height: int, max_index: int,
+                     read_tiles: Callable[[Sequence[tuple[int, int]]], Mapping[tuple[int, int], bytes]],
+                     read_level: Callable[[int, int, int], list[bytes]]) -> dict[Key, bytes]:
+    """The hashes of complete-subtree keys ``(level, index)``: each from the one full tile that
+    holds it (``read_tiles(tile keys)``: the stored full tiles among them), or, at the right edge
+    of the tree where tiles are not full yet, from the hashes one tile level down
+    (``read_level(tile level, lo, hi)``). ``KeyError`` for a node that cannot exist."""
+    h = height
+    mask = (1 << h) - 1
+    want: dict[Key, tuple[int, int, int, int]] = {}
+    for level, index in keys:
+        if level < 0 or index < 0 or level >= 64 or (index + 1) << level > max_index:
+            raise KeyError(f"tree node ({level},{index}) cannot exist")
+        want[(level, index)] = locate(level, index, h)
+    tiles = read_tiles(sorted({(tl, first >> h) for tl, first, _n, _up in want.values()}))
+    out: dict[Key, bytes] = {}
+    edge: dict[int, tuple[int, int]] = {}  # tile level -> index range read from below
+    for key, (tl, first, count, up) in want.items():
+        blob = tiles.get((tl, first >> h))
+        if blob is not None:
+            off = (first & mask) * HASH_SIZE
+            out[key] = hash_up(blob[off:off + count * HASH_SIZE], up)
+        else:
+            lo, hi = edge.get(tl, (first, first + count))
+            edge[tl] = (min(lo, first), max(hi, first + count))
+    if edge:
+        below = {tl: (lo, read_level(tl, lo, hi)) for tl, (lo, hi) in edge.items()}
+        for key, (tl, first, count, up) in want.items():
+            if key not in out:
+                lo, hashes = below[tl]
+                out[key] = hash_up(b"".join(hashes[first - lo:first - lo + count]), up)
+    return out
