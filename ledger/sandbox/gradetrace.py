@@ -39,8 +39,11 @@ any open after the first mark (``phase: "after-collection"``; the reporter's own
 between the mark's two halves excepted, once per file). A pytest run whose log never shows the
 mark (the reporter never finished collection: the session was cut short or the reporter was
 subverted) has every open after the runner's first one reported. Opens with ``O_DIRECTORY``
-(listing the folder) are not reads of a test. A command that is not pytest has no collection:
-every open of a hidden file by it is reported.
+(listing the folder) are not reads of a test, nor are opens of files other than Python source
+and bytecode (``.py``, ``.pyc``: data files beside the tests are theirs to read at run time). A
+command that is not pytest has no collection: every open of a hidden test file by it is
+reported. Only the hidden tests folder is watched: hidden tests applied as a patch over the
+repository's own test files (SWE-bench style) are not told apart from the repository's.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ ARGV_CHARS = 200  # characters of one argv item kept
 STATUSES = ("strace", "failed", "off")
 _SKIP_FAILED = frozenset({"open", "openat", "openat2", "creat", "execve", "execveat"})
 _OPENS = frozenset({"open", "openat", "openat2", "creat"})
+_TEST_SOURCES = (".py", ".pyc")  # a hidden test file; data files beside them are the tests' own
 
 
 def _hex(text: str) -> str:
@@ -175,7 +179,7 @@ def _open(f: _Facts, sc: tr.Syscall) -> None:
     path, is_dir = opened
     s = f.scope
     if _under(path, s.hidden_dir):
-        if not is_dir:
+        if not is_dir and path.endswith(_TEST_SOURCES):
             _hidden_read(f, sc, path)
         return
     if _under(path, s.tree) or any(_under(path, p) for p in s.private) or tr._is_pseudo(path):

@@ -237,6 +237,8 @@ def test_log_facts_of_a_hand_written_log() -> None:
         f'7 1.5 openat(AT_FDCWD</g/wt>, "{hx(test)}", O_RDONLY|O_CLOEXEC) = 3<{test}>',
         f'7 1.6 openat(AT_FDCWD</g/wt>, "{hx("/srv/task/solution.py")}", O_RDONLY) = '
         '4</srv/task/solution.py>',
+        f'7 1.7 openat(AT_FDCWD</g/wt>, "{hx(wt + "/tests_hidden/data.json")}", O_RDONLY) = '
+        f'5<{wt}/tests_hidden/data.json>',  # a test's own data file: not a test read
     ]
     scope = Scope(tree=wt, hidden_dir=f"{wt}/tests_hidden", secret=("/srv/task",))
     facts = log_facts(lines, scope, nonce="ab", pytest=True, sandboxed=False)
