@@ -174,6 +174,19 @@ def test_an_honest_failure_is_failed_clean_without_anomaly(corpus: Corpus) -> No
     assert hidden["counts"] == {"passed": 8, "failed": 1, "error": 0, "skipped": 0}
 
 
+@pytest.mark.parametrize("stem", [*HONEST_PASS, "honest_one_case_fails"])
+def test_honest_grading_is_traced_and_reads_no_hidden_test(corpus: Corpus, stem: str) -> None:
+    """Under strace (this run's trace mode is auto), every grading command of an honest agent
+    ran under the grading capture, and nothing read a hidden test outside the collection."""
+    from ledger.run.trace import strace_status
+
+    if not strace_status()[0]:
+        pytest.skip("strace does not work here: grading is not traced")
+    (trace,) = corpus.kinds(stem, "grading.trace")
+    assert trace["status"] == "strace" and trace["commands"]
+    assert all(c["status"] == "strace" and c["hidden_count"] == 0 for c in trace["commands"])
+
+
 def test_replay_and_verify_re_derive_the_grading_verdicts(corpus: Corpus) -> None:
     """The recorded view (every verdict above, every anomaly) is what the entries give again,
     and the plain offline audit accepts the run."""
