@@ -118,3 +118,71 @@ def test_an_injected_sandbox_start_failure_is_excluded_and_retried_alone(
     resumed = [e for e in after if e.kind == "run.resumed"]
     assert resumed[-1].data["remaining"] == [retried]
     assert stats_of(after, run)["infra"]["failures"] == 0
+
+
+@pytest.mark.sandbox
+def test_an_endpoint_503_through_the_proxy_is_excluded_and_retried_alone(tmp_path: Path) -> None:
+    """A real run of the built-in HTTP agent in bubblewrap, its model a local server this test
+    starts and stops: the first two requests it gets are answered 503 (retries = 1), so one
+    attempt ends agent_error model_error, its requests relayed by the journaling proxy
+    (net.connect source proxy) and answered 503 (model.response); the report excludes it as an
+    endpoint infra failure; `--resume RUN --retry infra` runs that slot again, nothing else,
+    and no infra failure is left."""
+    from ledger.sandbox import sandbox_status
+    from tests.agents.scripted_model import ScriptedModel, fail, tool_call
+
+    status = sandbox_status("bwrap")
+    if status.mode != "bwrap":
+        pytest.skip(f"no working bubblewrap here: {status.reason}")
+    with ScriptedModel([fail(503, "upstream overloaded"), fail(503, "upstream overloaded"),
+                        tool_call("submit", {}), tool_call("submit", {})]) as server:
+        _endpoint_503_run(tmp_path, server)
+
+
+def _endpoint_503_run(tmp_path: Path, server: Any) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import cli
+    home = tmp_path / ".ledger"
+    home.mkdir()
+    (home.parent / "ledger.toml").write_text(  # beside the ledger home, as `ledger` reads it
+        f'[agents.flaky]\nkind = "http"\nmodel = "m"\nbase_url = "{server.base_url}"\n'
+        'retries = 1\n')
+
+    def ledger(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["--ledger", str(home), *args], catch_exceptions=False)
+
+    def entries_of(run: str) -> list[Any]:
+        with Journal.open(home / "journal.db", readonly=True) as j:
+            return list(j.entries(run=run))
+
+    first = ledger("run", "--json", "--task", "add-clamp", "--agent", "flaky", "--repeat", "2",
+                   "--trace", "none", "--sandbox", "bwrap")
+    assert first.exit_code in (0, 1), first.output
+    run = json.loads(first.stdout)["run"]
+    entries = entries_of(run)
+    failed = [e.data for e in entries if e.kind == "agent.finished"
+              and (e.data.get("agent_error") or {}).get("kind") == "model_error"]
+    assert len(failed) == 1, [e.data for e in entries if e.kind == "agent.finished"]
+    bad = failed[0]["attempt"]
+    # the injection ran: the server answered 503 twice, through the proxy, to that attempt
+    assert [r.status for r in server.requests[:2]] == [503, 503]
+    answered = [e.data["status"] for e in entries if e.kind == "model.response"
+                and e.data["attempt"] == bad]
+    assert answered == [503, 503]
+    relayed = [e.data for e in entries if e.kind == "net.connect" and e.data["attempt"] == bad]
+    assert relayed and all(c["source"] == "proxy" and c["allowed"] for c in relayed)
+    assert {c["port"] for c in relayed} == {server.port}
+    s = stats_of(entries, run)
+    assert s["infra"]["by_kind"]["endpoint"] == 1 and s["infra"]["failures"] == 1
+    report = ledger("report", run)
+    assert "over 2 attempts, 1 infra failure(s) excluded" in report.stdout
+
+    before = {e.data["attempt"] for e in entries if e.kind == "attempt.started"}
+    again = ledger("run", "--json", "--resume", run, "--retry", "infra")
+    assert again.exit_code in (0, 1), again.output
+    after = entries_of(run)
+    started = [e.data["attempt"] for e in after
+               if e.kind == "attempt.started" and e.data["attempt"] not in before]
+    assert started == [bad[: -len("/1")] + "/2"]  # the same slot, try 2, and nothing else
+    assert stats_of(after, run)["infra"]["failures"] == 0
