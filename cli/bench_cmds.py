@@ -18,6 +18,7 @@ import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from ledger.errors import LedgerError, NothingToRun, UsageError
+from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
 
 EXIT_OK, EXIT_BAD_ARGS, EXIT_NO_AGENT, EXIT_ALL_FAILED = 0, 2, 3, 3  # the documented codes
 
@@ -93,6 +94,10 @@ def _progress(line: str) -> None:
 @click.option("--no-report", is_flag=True, help="Do not write the report files.")
 @click.option("--pricing", "pricing_file", type=click.Path(dir_okay=False), default=None,
               help="Price table file (TOML or JSON) for estimated costs.")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default=None,
+              help="Where every agent call and check runs: auto (bubblewrap where it works, "
+                   "default; or [run] sandbox of ledger.toml), a backend (exit 3 without it) "
+                   "or none.")
 @json_option
 @pass_ctx
 def bench_cmd(ctx: Ctx, /, as_json: bool, **params: Any) -> None:
@@ -147,6 +152,7 @@ class BenchArgs:
     out_dir: str
     no_report: bool
     pricing_file: str | None
+    sandbox: str | None
 
     @property
     def use_corpus(self) -> bool:
@@ -164,7 +170,7 @@ class BenchArgs:
                             with_review=self.with_review, with_test_review=self.with_test_review,
                             with_static=self.with_static, swap_check=self.swap_check,
                             timeout_s=self.timeout_s, no_snapshot=self.no_snapshot, seed=self.seed,
-                            parallel=self.parallel,
+                            parallel=self.parallel, sandbox=self.sandbox,
                             pricing_file=Path(self.pricing_file) if self.pricing_file else None)
 
 

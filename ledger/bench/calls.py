@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.responses import code_files, extract_answer, render_files
+from ledger.bench.confine import Confinement, agent_box, confinement
 from ledger.errors import LedgerError
 from ledger.run.contracts import AttemptContext, Usage
 from ledger.session import attempt_id
@@ -114,16 +115,19 @@ def _collect_files(worktree: Path, answer: str) -> dict[str, str]:
 
 
 def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: str,
-               timeout_s: float, pricing: Mapping[str, Any] | None) -> CallResult:
-    """Run one agent once on ``prompt`` in an empty private folder; never raises for the agent."""
+               timeout_s: float, pricing: Mapping[str, Any] | None,
+               confine: Confinement | None = None, kind: str = "cli") -> CallResult:
+    """Run one agent once on ``prompt`` in an empty private folder, in its box of ``confine``
+    (``ledger.bench.confine``; resolved here when not given); never raises for the agent."""
     from ledger.run.costs import estimate_cost
     from ledger.run.process import redact_secrets, run_agent_process
 
+    confine = confine or confinement()
     digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
-    worktree, home = tmp / "work", tmp / "home"
-    worktree.mkdir()
-    home.mkdir()
+    worktree, home, scratch, net_dir = tmp / "work", tmp / "home", tmp / "scratch", tmp / "net"
+    for folder in (worktree, home, scratch, net_dir):
+        folder.mkdir()
     prompt_file = tmp / "prompt.md"
     prompt_file.write_text(prompt, encoding="utf-8")
     ctx = AttemptContext(attempt_id=attempt_id(run_id, f"bench-{round_name}", name, 1, 1),
@@ -142,7 +146,10 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
                           f"at most about {MAX_ARG_BYTES} in one argument")
         try:
             inv = agent.invocation(ctx)
-            outcome = run_agent_process(inv, ctx, trace="none", output_limit=OUTPUT_LIMIT)
+            with agent_box(confine, agent, inv, kind=kind, worktree=worktree, home=home,
+                           scratch=scratch, net_dir=net_dir) as (boxed, sandbox):
+                outcome = run_agent_process(boxed, ctx, trace="none", output_limit=OUTPUT_LIMIT,
+                                            sandbox=sandbox)
         except LedgerError as exc:
             return failed(str(exc), time.monotonic() - start)
         except OSError as exc:
@@ -153,7 +160,10 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
                      for name, body in _collect_files(worktree, text).items()}
         if collected:
             text = (text.rstrip() + "\n\n" + render_files(collected)).strip()
-        if outcome.timed_out:
+        if outcome.sandbox_failed:
+            status, error = "failed", f"the {confine.name} sandbox did not start: " \
+                f"{outcome.sandbox_failed}"
+        elif outcome.timed_out:
             status, error = "timeout", f"no answer within {timeout_s:g}s"
         elif outcome.signal is not None:
             status, error = "failed", f"killed by signal {outcome.signal}"

@@ -4,10 +4,13 @@
     run_agent_tests(code, tests, language, ...)   the tests an agent wrote, run on its own code
     static_checks(files, tests, language, tools)  ruff, mypy, pytest (Python); tsc, jest (TS)
 
-Each returns the ``data`` of one journal entry. Every command runs in a fresh temporary folder
-(the answer's files, written under it and nowhere else), as its own process group with a time
-limit, with a private HOME and none of the user's secrets in its environment. A tool that is not
-installed gives ``None`` and the reason, never a pass.
+Each returns the ``data`` of one journal entry. Every command runs in a ``CheckFolder`` (a fresh
+temporary folder holding the answer's files) inside a grading box of the Sandbox port
+(``ledger.sandbox.port``; ``Confinement`` says which backend and what it hides, the ledger
+folder among it): the folder is the only place it may write, the network is off, as its own
+process group with a time limit, with a private HOME and none of the user's secrets in its
+environment. A tool that is not installed gives ``None`` and the reason, never a pass; a box that
+never started its command is an ``error`` with the backend's message, never a pass.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger.bench.confine import Confinement, confinement
 from ledger.run.process import bound_text
+from ledger.sandbox import paths
+from ledger.sandbox.port import GradingRequest
 from ledger.tasks.checks import run_command
 
 OUTPUT_TAIL = 4000
@@ -59,17 +65,20 @@ def _env(home: Path) -> dict[str, str]:
             "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
 
 
-class Sandbox:
-    """A temporary folder holding an answer's files; removed on exit."""
+class CheckFolder:
+    """A temporary folder holding an answer's files, whose commands run in a grading box of
+    ``confine`` (resolved here when not given); removed on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, confine: Confinement | None = None) -> None:
+        self.confine = confine or confinement()
         self.root = Path(tempfile.mkdtemp(prefix="ledger-bench-check-"))
         self.work = self.root / "work"
         self.home = self.root / "home"
-        self.work.mkdir()
-        self.home.mkdir()
+        self.scratch = self.root / "scratch"  # reports and caches: writable, not the answer's
+        for folder in (self.work, self.home, self.scratch):
+            folder.mkdir()
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self) -> CheckFolder:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -90,13 +99,27 @@ class Sandbox:
         return written
 
     def run(self, argv: list[str], timeout: float, log: str) -> tuple[int, float, bool, str]:
-        out = self.root / f"{log}.log"
-        code, wall, timed_out = run_command(argv, cwd=self.work, env=_env(self.home),
-                                            timeout=timeout, output=out)
+        """``argv`` in a fresh grading box over the folder: (exit code, seconds, timed out,
+        output). A box that never ran the command gives exit 125 and the backend's message."""
+        out = self.root / f"{log}.log"  # written from outside the box
+        env = _env(self.home)
+        box = self.confine.sandbox.grading_box(GradingRequest(
+            worktree=self.work, home=self.home, scratch=self.scratch, hidden=self.confine.hidden,
+            path_env=env["PATH"], programs=tuple(paths.outside_system([argv])), cwd=self.work))
         try:
-            text = out.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
+            cmd = box.command(argv, env)
+            code, wall, timed_out = run_command(cmd.argv, cwd=self.work, env=cmd.env,
+                                                timeout=timeout, output=out,
+                                                pass_fds=cmd.pass_fds, preexec=cmd.preexec)
+            try:
+                text = out.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            failed = box.failure(code, text)
+        finally:
+            box.close()
+        if failed is not None:
+            return 125, wall, False, f"the {self.confine.name} sandbox did not start: {failed}"
         return code, wall, timed_out, text
 
 
@@ -133,9 +156,9 @@ def _tail(text: str) -> str:
     return text[-OUTPUT_TAIL:]
 
 
-def _pytest(box: Sandbox, targets: list[str], timeout: float, log: str,
+def _pytest(box: CheckFolder, targets: list[str], timeout: float, log: str,
             no_plugins: bool = False) -> dict[str, Any]:
-    report = box.root / f"{log}.xml"
+    report = box.scratch / f"{log}.xml"
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
             str(box.work), f"--junitxml={report}"]
     if no_plugins:
@@ -151,12 +174,12 @@ def _pytest(box: Sandbox, targets: list[str], timeout: float, log: str,
             "tests": tests[:200], "output": _tail(output)}
 
 
-def corpus_check(files: Mapping[str, str], corpus: Any,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+def corpus_check(files: Mapping[str, str], corpus: Any, timeout: float = DEFAULT_TIMEOUT_S,
+                 confine: Confinement | None = None) -> dict[str, Any]:
     """Run the corpus's hidden checks against an answer's files (data of ``bench.check``)."""
     expected = list(corpus.files)
     missing = [f for f in expected if f not in files]
-    with Sandbox() as box:
+    with CheckFolder(confine) as box:
         box.write({name: files[name] for name in expected if name in files})
         checks = []
         for path in corpus.check_paths():
@@ -173,7 +196,8 @@ def corpus_check(files: Mapping[str, str], corpus: Any,
 
 
 def run_agent_tests(code: Mapping[str, str], tests: Mapping[str, str], language: str,
-                    timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+                    timeout: float = DEFAULT_TIMEOUT_S,
+                    confine: Confinement | None = None) -> dict[str, Any]:
     """Execute the tests an agent wrote against its own code (data of ``bench.tests``)."""
     test_names = sorted(tests)
     base: dict[str, Any] = {"language": language, "code_files": sorted(code),
@@ -181,7 +205,7 @@ def run_agent_tests(code: Mapping[str, str], tests: Mapping[str, str], language:
     if not tests:
         return {**base, "ran": False, "reason": "the answer names no test files", "counts": None}
     if language == "python":
-        with Sandbox() as box:
+        with CheckFolder(confine) as box:
             box.write({**code, **tests})
             targets = [n for n in test_names if n.endswith(".py")]
             if not targets:
@@ -191,7 +215,7 @@ def run_agent_tests(code: Mapping[str, str], tests: Mapping[str, str], language:
         jest = find_tool("jest")
         if jest is None:
             return {**base, "ran": False, "reason": "jest is not installed", "counts": None}
-        with Sandbox() as box:
+        with CheckFolder(confine) as box:
             box.write({**code, **tests})
             code_, wall, timed_out, output = box.run([jest, "--ci", "--json", *test_names],
                                                       timeout, "jest")
@@ -217,7 +241,8 @@ def _jest_counts(output: str) -> dict[str, int]:
 
 def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: str,
                   tools: Mapping[str, str | None] | None = None,
-                  timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+                  timeout: float = DEFAULT_TIMEOUT_S,
+                  confine: Confinement | None = None) -> dict[str, Any]:
     """Real checkers for the answer's language (data of ``bench.static``).
 
     Python: ``ruff check``, ``mypy``, ``pytest`` (on the answer's own tests); TypeScript:
@@ -232,7 +257,7 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
             for t in PY_TOOLS:
                 checks[t], reasons[t] = None, "the answer has no Python files"
             return {"language": language, "checks": checks, "reasons": reasons}
-        with Sandbox() as box:
+        with CheckFolder(confine) as box:
             box.write({**files, **tests})
             ruff = tools.get("ruff")
             if ruff:
@@ -248,7 +273,7 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
             if mypy:
                 code, wall, timed_out, out = box.run(
                     [mypy, "--ignore-missing-imports", "--no-error-summary", "--no-color-output",
-                     "--cache-dir", str(box.root / "mypy-cache"), *names], timeout, "mypy")
+                     "--cache-dir", str(box.scratch / "mypy-cache"), *names], timeout, "mypy")
                 checks["mypy"] = {"ok": code == 0, "exit_code": code, "timed_out": timed_out,
                                   "errors": len(_MYPY_ERROR.findall(out)),
                                   "duration_s": round(wall, 6), "output": _tail(out)}
@@ -265,7 +290,7 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
         return {"language": language, "checks": checks, "reasons": reasons}
     if language in ("typescript", "javascript"):
         names = sorted(n for n in files if n.endswith((".ts", ".tsx", ".js", ".jsx")))
-        with Sandbox() as box:
+        with CheckFolder(confine) as box:
             box.write({**files, **tests})
             tsc = tools.get("tsc")
             if tsc and language == "typescript":
@@ -278,7 +303,7 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
                 checks["tsc"] = None
                 reasons["tsc"] = ("tsc is not installed" if language == "typescript"
                                   else "JavaScript has no type checker run")
-        result = run_agent_tests(files, tests, language, timeout)
+        result = run_agent_tests(files, tests, language, timeout, confine)
         if result.get("ran"):
             checks["jest"] = {"ok": result.get("exit_code") == 0, **result}
         else:
@@ -288,5 +313,5 @@ def static_checks(files: Mapping[str, str], tests: Mapping[str, str], language: 
         "all": f"no static checkers for language {language!r}"}}
 
 
-__all__ = ["Sandbox", "corpus_check", "discover_tools", "find_tool", "parse_junit",
+__all__ = ["CheckFolder", "corpus_check", "discover_tools", "find_tool", "parse_junit",
            "run_agent_tests", "static_checks"]

@@ -29,6 +29,7 @@ class BenchOptions:
     project: str | None = None
     tools: Mapping[str, str | None] | None = None  # static-check tools; None: discover
     pricing_file: Path | None = None
+    sandbox: str | None = None  # a Sandbox port backend or "auto"; None: [run] sandbox, else auto
 
 
 @dataclass

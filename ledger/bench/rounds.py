@@ -15,6 +15,7 @@ from evaluators.facts import STUB_MARK, TODO_MARK
 from evaluators.responses import code_files, language_of
 from ledger.bench.calls import PROMPT_LIMIT, TEXT_LIMIT, CallResult, bound, call_agent
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
+from ledger.bench.confine import Confinement
 from ledger.bench.inputs import BenchTask
 from ledger.bench.options import BenchOptions, Progress
 from ledger.bench.panel import Contestant
@@ -29,8 +30,11 @@ class Rounds:
     calls ``run`` appends."""
     def __init__(self, home: LedgerHome, writer: JournalWriter, task: BenchTask, opts: BenchOptions,
                  run_id: str, seed: int, contestants: list[Contestant], judges: list[Contestant],
-                 fallback: bool, progress: Progress, pricing: Mapping[str, Any] | None) -> None:
+                 fallback: bool, progress: Progress, pricing: Mapping[str, Any] | None,
+                 confine: Confinement) -> None:
         self.home, self.writer, self.task, self.opts = home, writer, task, opts
+        self.confine = confine  # every agent call and check runs in its boxes
+        self._kinds = {id(c.agent): c.kind for c in [*contestants, *judges]}
         self.run_id, self.seed = run_id, seed
         self.contestants, self.judges, self.fallback = contestants, judges, fallback
         self.progress = progress
@@ -46,6 +50,13 @@ class Rounds:
     def append(self, kind: str, data: Mapping[str, Any]) -> None:
         self.writer.append(kind, data, task="bench")
 
+    def submit_call(self, agent: Any, name: str, round_name: str, prompt: str
+                    ) -> Future[CallResult]:
+        """One agent call in a worker thread, in its box."""
+        return self.pool.submit(call_agent, agent, name, round_name, prompt, run_id=self.run_id,
+                                timeout_s=self.opts.timeout_s, pricing=self.pricing,
+                                confine=self.confine, kind=self._kinds.get(id(agent), "cli"))
+
     # -- generic parallel dispatch ---------------------------------------------------------
 
     def dispatch(self, jobs: list[tuple[Any, str, str, str]], label: str
@@ -53,9 +64,7 @@ class Rounds:
         """Run ``(agent, name, round, prompt)`` jobs in parallel; journal each as it finishes."""
         futures: dict[Future[CallResult], tuple[str, str]] = {}
         for agent, name, round_name, prompt in jobs:
-            fut = self.pool.submit(call_agent, agent, name, round_name, prompt, run_id=self.run_id,
-                                   timeout_s=self.opts.timeout_s, pricing=self.pricing)
-            futures[fut] = (name, round_name)
+            futures[self.submit_call(agent, name, round_name, prompt)] = (name, round_name)
         results = []
         for i, fut in enumerate(as_completed(futures), 1):
             res = fut.result()
@@ -92,7 +101,7 @@ class Rounds:
             return
         todo = [(a, r) for (a, r) in self.ok if r == round_name]
         futs = {self.pool.submit(corpus_check, code_files(self.ok[k].text), corpus,
-                                 self.opts.check_timeout_s): k for k in todo}
+                                 self.opts.check_timeout_s, self.confine): k for k in todo}
         for fut in as_completed(futs):
             agent, rnd = futs[fut]
             data = fut.result()
@@ -121,9 +130,7 @@ class Rounds:
             return
         self.progress(f"review round ({round_name}): {len(jobs)} review(s)")
         futs: dict[Future[CallResult], tuple[str, str]] = {
-            self.pool.submit(call_agent, self.by_name[rev].agent, rev, f"review-{round_name}", p,
-                             run_id=self.run_id, timeout_s=self.opts.timeout_s,
-                             pricing=self.pricing): (author, rev)
+            self.submit_call(self.by_name[rev].agent, rev, f"review-{round_name}", p): (author, rev)
             for author, rev, p in jobs}
         critiques: dict[str, list[str]] = {}
         for i, fut in enumerate(as_completed(futs), 1):
@@ -169,7 +176,7 @@ class Rounds:
             tests = {n: b for n, b in tests.items() if n not in code}
             lang = language_of(code, self.ok[(agent, jd.ROUND_CODE)].text)
             futs[self.pool.submit(run_agent_tests, code, tests, lang,
-                                  self.opts.check_timeout_s)] = agent
+                                  self.opts.check_timeout_s, self.confine)] = agent
         for fut in as_completed(futs):
             agent = futs[fut]
             data = fut.result()
@@ -194,7 +201,7 @@ class Rounds:
                      if n not in files} if tests_res else {}
             lang = language_of(files, self.ok[(agent, r)].text)
             futs[self.pool.submit(static_checks, files, tests, lang, tools,
-                                  self.opts.check_timeout_s)] = agent
+                                  self.opts.check_timeout_s, self.confine)] = agent
         for fut in as_completed(futs):
             agent = futs[fut]
             data = fut.result()
@@ -262,10 +269,8 @@ class Rounds:
         panel = {j.name: j for j in self.judges}
         futs: dict[Future[CallResult], dict[str, Any]] = {}
         for judge_name, _call, round_name, prompt, record in jobs:
-            fut = self.pool.submit(call_agent, panel[judge_name].agent, judge_name,
-                                   f"judge-{round_name}", prompt, run_id=self.run_id,
-                                   timeout_s=self.opts.timeout_s, pricing=self.pricing)
-            futs[fut] = record
+            futs[self.submit_call(panel[judge_name].agent, judge_name, f"judge-{round_name}",
+                                  prompt)] = record
         for i, fut in enumerate(as_completed(futs), 1):
             record = futs[fut]
             res = fut.result()

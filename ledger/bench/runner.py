@@ -32,6 +32,7 @@ from evaluators.leaderboard import (
     new_leaderboard_state,
 )
 from ledger.bench.calls import kill_run_processes
+from ledger.bench.confine import Confinement, confinement
 from ledger.bench.inputs import BenchTask
 from ledger.bench.options import BenchOptions, BenchResult, Progress
 from ledger.bench.panel import Contestant, resolve_contestants, resolve_judges
@@ -69,6 +70,7 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     from ledger.run.costs import resolve_pricing
 
     pricing, _file = resolve_pricing(home.path, opts.pricing_file)
+    confine = _confinement(home, opts)
     run_id = new_bench_run_id(now(), rng)
     seed = opts.seed if opts.seed is not None else int.from_bytes(rng(4), "big")
     board = new_leaderboard_state(None)  # as replay folds it: from the first bench.* entry
@@ -87,15 +89,16 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
                 "tasks": [], "agents": [{k: v for k, v in c.record().items() if k != "family"}
                                         for c in contestants],
             }, fold=False, listeners=[lambda e: fold_leaderboard(board, e)])
-            writer.append("bench.started", _started_record(task, opts, contestants, skipped,
-                                                           judge_records, fallback, why, seed),
-                          task="bench")
+            writer.append("bench.started", {
+                **_started_record(task, opts, contestants, skipped, judge_records, fallback,
+                                  why, seed), "sandbox": confine.record()}, task="bench")
+            say(f"sandbox: {confine.name} ({confine.reason})")
             if fallback:
                 say(f"judge: offline deterministic judge (fallback: {why})")
             else:
                 say(f"judge: {', '.join(j.name for j in judges)} ({why})")
             bench = Rounds(home, writer, task, opts, run_id, seed, contestants, judges, fallback,
-                           say, pricing)
+                           say, pricing, confine)
             try:
                 bench.run()
             except KeyboardInterrupt:
@@ -121,6 +124,15 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     verdict = str(view["verdict"])
     exit_code = 3 if verdict == "FAIL" else 0
     return BenchResult(run_id, view, verdict, exit_code)
+
+
+def _confinement(home: LedgerHome, opts: BenchOptions) -> Confinement:
+    """The bench's boxes: ``opts.sandbox``, else ``[run] sandbox`` of ledger.toml, else auto;
+    the ledger folder (keys, journal) hidden from every one."""
+    from ledger.run.config import load_config
+
+    requested = opts.sandbox or load_config(home.config_path).run.sandbox or "auto"
+    return confinement([str(home.path)], requested)
 
 
 def _started_record(task: BenchTask, opts: BenchOptions, contestants: Sequence[Contestant],

@@ -7,6 +7,8 @@ usage and cost fields, and plays a role chosen from the prompt: contestant (code
 revision), reviewer, or judge. What it does is baked into the script as a JSON config:
 
     code:   "good" | "bad" | "hang" | "crash" | "garbage" | "empty" | "text:<answer>"
+            | "attack:<path>" (tries to read <path> and to write beside it; answers with what
+              it tried and what happened, so a test sees the attacker ran)
     judge:  "fair" | "garbage" | "partial" | "self_favor" | "first_best" | "hang" | "crash"
     tests:  "good" | "failing" | "none"
     self_eval: N (the SELF_EVAL_SUMMARY it claims), usage: "report" | "none"
@@ -34,7 +36,7 @@ import json, os, re, signal, sys, time
 
 CONFIG = json.loads(__CONFIG__)
 NAME = __NAME__
-FIXTURES = __FIXTURES__
+FIXTURE_TEXT = json.loads(__FIXTURES__)  # embedded: a sandboxed fake sees only its own folder
 argv = sys.argv[1:]
 
 if argv and argv[0] == "--version":
@@ -44,13 +46,36 @@ if argv and argv[0] == "--version":
 prompt = argv[-1] if argv else ""
 log = CONFIG.get("log")
 if log:
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"agent": NAME, "prompt": prompt}) + "\n")
+    try:  # outside its sandbox the log is not there: tests that read it run with --sandbox none
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"agent": NAME, "prompt": prompt}) + "\n")
+    except OSError:
+        pass
 
 
 def read(name):
-    with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
-        return fh.read()
+    return FIXTURE_TEXT[name]
+
+
+def attack(path):
+    """What an agent that goes for the harness's secrets would do: the outcome of each try."""
+    tried = []
+    try:
+        with open(path, "rb") as fh:
+            tried.append("read %s: GOT %d bytes %s" % (path, len(fh.read()), fh.name))
+    except OSError as exc:
+        tried.append("read %s: %s" % (path, type(exc).__name__))
+    try:
+        tried.append("listdir %s: %s" % (os.path.dirname(path), sorted(os.listdir(os.path.dirname(path)))))
+    except OSError as exc:
+        tried.append("listdir %s: %s" % (os.path.dirname(path), type(exc).__name__))
+    try:
+        with open(os.path.join(os.path.dirname(path), "planted"), "w") as fh:
+            fh.write("x")
+        tried.append("write beside it: WROTE")
+    except OSError as exc:
+        tried.append("write beside it: %s" % type(exc).__name__)
+    return "ATTACKER RAN\n" + "\n".join(tried) + "\n\n" + block("solution.py", "x = 1\n")
 
 
 def block(fname, body):
@@ -163,6 +188,8 @@ def answer():
         return ""
     if mode.startswith("text:"):
         return mode[5:]
+    if mode.startswith("attack:"):
+        return attack(mode[7:])
     return code_answer("solid" if mode == "good" else "sloppy")
 
 
@@ -235,7 +262,8 @@ def write_fake(bin_dir: Path, name: str, **config: Any) -> Path:
     text = (SCRIPT.replace("__PYTHON__", sys.executable)
             .replace("__CONFIG__", repr(json.dumps(config)))
             .replace("__NAME__", repr(name))
-            .replace("__FIXTURES__", repr(str(FIXTURES))))
+            .replace("__FIXTURES__", repr(json.dumps(
+                {p.name: p.read_text(encoding="utf-8") for p in FIXTURES.glob("ref_*.py")}))))
     path = bin_dir / name
     path.write_text(text, encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -80,7 +80,8 @@ def test_family_rule_with_judges_that_favour_themselves(env: BenchEnv) -> None:
     env.fakes(claude={"code": "good", "judge": "self_favor"},
               codex={"code": "good", "judge": "self_favor"})
     code, _out, err = env.bench("--prompt", "Write add(a, b)", "--agent", "claude,codex",
-                                "--judge", "claude", "--judge", "codex", "--no-report")
+                                "--judge", "claude", "--judge", "codex", "--no-report",
+                                "--sandbox", "none")  # the fakes' prompt log is outside a box
     assert code == 0, err
     judge_prompts = [p for p in env.prompts() if p["prompt"].startswith("You are an impartial")]
     assert len(judge_prompts) == 2

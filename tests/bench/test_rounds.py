@@ -75,7 +75,8 @@ def test_tests_review_static_and_swap_rounds(env: BenchEnv) -> None:
 def test_lone_agent_gets_no_review(env: BenchEnv) -> None:
     """With one agent there is nobody else to review it: the skip is journaled, no self-review."""
     env.fakes(claude={"code": "good"})
-    opts = BenchOptions(agents=("claude",), judges=("offline",), with_review=True, timeout_s=30)
+    opts = BenchOptions(agents=("claude",), judges=("offline",), with_review=True, timeout_s=30,
+                        sandbox="none")  # the fakes' prompt log is outside a box
     run_bench(LedgerHome(env.ledger), task_from_prompt("Write add(a, b)"), opts)
     reviews = [e.data for e in env.entries("bench.review")]
     assert reviews == [{"author": "claude", "reviewer": None, "round": "code",
@@ -128,7 +129,7 @@ def test_static_checks_for_unknown_and_typescript_without_tools() -> None:
 
 def test_sandbox_refuses_names_that_escape(tmp_path: Path) -> None:
     """An answer cannot write outside the check folder."""
-    with checks.Sandbox() as box:
+    with checks.CheckFolder() as box:
         written = box.write({"ok.py": "x = 1\n", "../../escape.py": "x"})
         assert written == ["ok.py"]
         assert not (box.root.parent / "escape.py").exists()
