@@ -64,6 +64,13 @@ def _endpoints(agent: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _runner_policy(box: Any) -> Any:
+    """The policy ``run_agent_process`` confines an agent by: it starts bubblewrap over it
+    itself, so only the bubblewrap backend's boxes qualify (until the agent runner takes a
+    ``Box``); None for any other backend."""
+    return box.policy if type(box).__module__ == "ledger.sandbox.bubblewrap" else None
+
+
 @contextlib.contextmanager
 def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree: Path,
               home: Path, scratch: Path, net_dir: Path) -> Iterator[tuple[Any, Any]]:
@@ -84,10 +91,11 @@ def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree
         if not box.isolated:
             yield inv, None
             return
-        policy = getattr(box, "policy", None)
+        policy = _runner_policy(box)
         if policy is None:
-            raise UsageError(f"the bench cannot run agents in the {confine.name} sandbox yet; "
-                             "use --sandbox bwrap or --sandbox none")
+            raise UsageError(f"the bench cannot run agents in the {confine.name} sandbox yet "
+                             "(the agent runner takes a bubblewrap box's policy only); use "
+                             "--sandbox auto or --sandbox none")
         env = sandbox_env(inv.env, home=home, scratch=scratch)
         argv = list(inv.argv)
         if box.proxy is not None:  # the agent reaches its endpoints through the forwarder
