@@ -442,7 +442,8 @@ def refuse_unrunnable(tasks: Sequence[Task]) -> None:
         return
     names = ", ".join(f"{t.id} (needs {', '.join(t.needs)})" for t in blocked[:5])
     more = f" and {len(blocked) - 5} more" if len(blocked) > 5 else ""
-    why = "no container executor exists yet"
+    why = ("no container executor exists yet (the engine layer does: docs/ENVIRONMENTS.md; "
+           "`python -m ledger.sandbox.container probe` says whether this machine runs containers)")
     if len(blocked) == len(tasks):
         raise NothingToRun(f"nothing can run on this host: {names}{more}; {why}")
     raise TaskError(f"{len(blocked)} selected task(s) cannot run on this host: {names}{more}; {why}; "

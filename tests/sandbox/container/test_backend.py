@@ -149,3 +149,32 @@ def test_a_missing_image_is_the_box_failure(podman: engine.Engine, tmp_path: Pat
         records = box.close()
     assert code == 125 and failed is not None and "ledger-no-such-image" in failed
     assert records.failures == (failed,)
+
+
+def test_mounts_take_system_folders_from_the_image_and_mask_inside_shown_trees(tmp_path: Path) -> None:
+    """No host system folder is mounted (the image provides them); a masked folder inside a shown
+    tree gets the empty folder, a masked file /dev/null; writable folders are read-write."""
+    from ledger.sandbox.container.backend import mounts
+    from ledger.sandbox.policy import SandboxPolicy
+
+    shown, wt = tmp_path / "tree", tmp_path / "wt"
+    (shown / "secret").mkdir(parents=True)
+    (shown / "key.txt").write_text("k")
+    wt.mkdir()
+    policy = SandboxPolicy(cwd=str(wt), writable=(str(wt),), readable=("/usr", "/etc", str(shown)),
+                           masked=(str(shown / "secret"), str(shown / "key.txt"), "/etc/shadow"))
+    flags = mounts(policy, None, tmp_path / "empty")
+    assert flags == [f"--volume={wt}:{wt}:rw", f"--volume={shown}:{shown}:ro",
+                     f"--volume={tmp_path / 'empty'}:{shown / 'secret'}:ro",
+                     f"--volume=/dev/null:{shown / 'key.txt'}:ro"]
+
+
+def test_limits_become_engine_flags_with_nofile_and_nproc_always_given() -> None:
+    """Any --ulimit makes podman add nofile/nproc at their maximum (refused here): both are given."""
+    from ledger.sandbox.container.backend import ContainerEnforcement
+
+    flags = ContainerEnforcement(Limits(memory=64 * MIB, processes=32, open_files=256, file_size=MIB, cpu_s=9),
+                                 "agent").flags()
+    assert flags == [f"--memory={64 * MIB}", f"--memory-swap={64 * MIB}", "--pids-limit=32",
+                     "--ulimit=nofile=256:256", "--ulimit=nproc=32:32", f"--ulimit=fsize={MIB}:{MIB}",
+                     "--ulimit=cpu=9:9"]
