@@ -305,16 +305,20 @@ def _render_import(report: Any, as_json: bool) -> None:
               help="Tasks go to DIR/<tier>/<instance>/ (default: the ledger's golden folder).")
 @click.option("--python", "python", metavar="PATH",
               help="Interpreter of a virtualenv with the repositories' dependencies (default: this one).")
+@click.option("--environment", is_flag=True,
+              help="Give each task its container environment (its Python, its requirements*.txt installed "
+                   "with pip; docs/ENVIRONMENTS.md); tasks that need it are marked `needs: container`.")
 @json_option
 @pass_ctx
 def import_swebench_cmd(ctx: Ctx, file: Path, repos: Path, tier: str, out: Path | None, python: str | None,
-                        as_json: bool) -> None:
+                        environment: bool, as_json: bool) -> None:
     """Import SWE-bench instances (JSONL) against local clones; instances whose environment cannot
-    be built here are skipped with the reason. Exit 1 if nothing was imported."""
+    be built here are skipped with the reason (with --environment: marked `needs: container`).
+    Exit 1 if nothing was imported."""
     from ledger.tasks.importers import import_swebench
 
     report = import_swebench(file, repos, out=out or ctx.home.golden_dir, tier=_tier_name(tier), python=python,
-                             progress=_progress_line(_console(err=True)))
+                             progress=_progress_line(_console(err=True)), environment=environment)
     _render_import(report, as_json)
 
 

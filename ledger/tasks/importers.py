@@ -136,7 +136,7 @@ def _id_list(value: Any) -> list[str] | None:
 
 
 def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | None,
-                  scratch: Path) -> Imported:
+                  scratch: Path, environment: bool = False) -> Imported:
     if not isinstance(record, dict):
         return Imported("?", False, "not a JSON object")
     name = str(record.get("instance_id") or "?")
@@ -202,14 +202,11 @@ def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | 
         meta["source"] = {"repo": owner_name, "parent": base, "instance_id": name, "format": "swebench"}
         if hidden:
             meta["hidden"] = hidden
-        _write_md(folder, meta, statement)
-        task = load_task(folder, tier=tier)
-        with isolation.isolated(scratch):
-            result = validate_task(task, workdir=scratch)
-        if not result.ok:
-            failed = {c.name for c in result.failed}
-            env = failed & {"hidden-passes-after", "required-outcomes", "solution-applies"}
-            raise _Skip(("environment cannot be built here: " if env else "not fair: ") + _failed_checks(result))
+        if environment:
+            meta["environment"] = swebench_environment(folder, record.get("python"))
+        needs = _prove_swebench(folder, meta, statement, tier, scratch, environment)
+        if needs is not None:
+            return Imported(name, True, needs, task_id=task_id, folder=str(folder), needs=("container",))
     except _Skip as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return skip(str(exc))
@@ -223,20 +220,64 @@ def _swebench_one(record: Any, repos: Path, out: Path, tier: str, python: str | 
                     folder=str(folder))
 
 
+_PY_VERSION = re.compile(r"^3\.\d{1,2}$")
+
+
+def swebench_environment(folder: Path, python: Any = None) -> dict[str, str]:
+    """Write ``environment/Dockerfile`` for an imported instance and return its ``environment``:
+    the instance's Python (``FROM python:<python>-slim``, the record's ``python`` or 3.11; built
+    ``--from`` the base image where that image is absent) and the repository's
+    ``requirements*.txt`` at the base commit installed with pip. The build context is ``repo/``
+    (the starting code the agent sees anyway), copied to ``/ledger-env`` in the image so
+    requirement lines naming local files resolve; the worktree itself is mounted at run time."""
+    version = python if isinstance(python, str) and _PY_VERSION.match(python) else "3.11"
+    reqs = sorted(p.name for p in (folder / "repo").glob("requirements*.txt") if p.is_file())
+    lines = [f"FROM python:{version}-slim", "WORKDIR /app"]
+    if reqs:
+        lines += ["COPY . /ledger-env/", "WORKDIR /ledger-env"]
+        lines += [f"RUN python3 -m pip install --no-cache-dir --break-system-packages -r {r}" for r in reqs]
+        lines += ["WORKDIR /app"]
+    (folder / "environment").mkdir(exist_ok=True)
+    (folder / "environment" / "Dockerfile").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"dockerfile": "environment/Dockerfile", "context": "repo", "workdir": "/app"}
+
+
+def _prove_swebench(folder: Path, meta: dict[str, Any], statement: str, tier: str, scratch: Path,
+                    environment: bool) -> str | None:
+    """Validate the written task on this host: None when it proves fair here; with an environment,
+    the reason it is marked ``needs: container`` when only its environment is missing here; else
+    ``_Skip``."""
+    _write_md(folder, meta, statement)
+    task = load_task(folder, tier=tier)
+    with isolation.isolated(scratch):
+        result = validate_task(task, workdir=scratch)
+    if result.ok:
+        return None
+    failed = {c.name for c in result.failed}
+    env = failed & {"hidden-passes-after", "required-outcomes", "solution-applies"}
+    if env and environment and "solution-applies" not in failed:
+        meta["needs"] = ["container"]
+        _write_md(folder, meta, statement)
+        load_task(folder, tier=tier)
+        return f"needs its container: on this host {_failed_checks(result)}"
+    raise _Skip(("environment cannot be built here: " if env else "not fair: ") + _failed_checks(result))
+
+
 class _Skip(Exception):
     pass
 
 
 def import_swebench(path: Path, repos: Path, *, out: Path, tier: str = "swebench", python: str | None = None,
-                    progress: Progress | None = None) -> ImportReport:
-    """Import every record of a SWE-bench JSONL file against local clones under ``repos``."""
+                    progress: Progress | None = None, environment: bool = False) -> ImportReport:
+    """Import every record of a SWE-bench JSONL file against local clones under ``repos``
+    (``environment``: each task gets its built environment, ``swebench_environment``)."""
     if not Path(repos).is_dir():
         raise UsageError(f"--repos {repos}: not a folder")
     report = ImportReport(format="swebench", out=str(Path(out) / tier))
     records = list(read_jsonl(path))
     with tempfile.TemporaryDirectory(prefix="ledger-import-") as tmp:
         for n, (_line, record) in enumerate(records, 1):
-            result = _swebench_one(record, Path(repos), Path(out), tier, python, Path(tmp))
+            result = _swebench_one(record, Path(repos), Path(out), tier, python, Path(tmp), environment)
             report.results.append(result)
             if progress is not None:
                 verdict = "imported" if result.accepted else "skipped"

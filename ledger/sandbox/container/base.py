@@ -20,7 +20,7 @@ from ledger.errors import EngineFailed, EngineUnavailable
 from ledger.sandbox.container.engine import BASE_IMAGE, Engine, bound
 
 SUITE = "bookworm"
-PACKAGES = ("python3", "python3-pytest", "python-is-python3", "git")
+PACKAGES = ("python3", "python3-pytest", "python3-pip", "python-is-python3", "git")
 BUILD_TIMEOUT_S = 900.0
 
 
