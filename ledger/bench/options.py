@@ -9,7 +9,7 @@ from typing import Any
 
 DEFAULT_TIMEOUT_S = 600.0
 
-Progress = Callable[[str], None]
+Say = Callable[[str], None]  # one progress line (the run's progress view is coordinator.Progress)
 
 
 @dataclass(frozen=True)
@@ -41,4 +41,4 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "BenchOptions", "BenchResult", "Progress"]
+__all__ = ["DEFAULT_TIMEOUT_S", "BenchOptions", "BenchResult", "Say"]

@@ -17,7 +17,7 @@ from ledger.bench.calls import PROMPT_LIMIT, TEXT_LIMIT, CallResult, bound, call
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
 from ledger.bench.confine import Confinement
 from ledger.bench.inputs import BenchTask
-from ledger.bench.options import BenchOptions, Progress
+from ledger.bench.options import BenchOptions, Say
 from ledger.bench.panel import Contestant
 from ledger.home import LedgerHome
 from ledger.session import JournalWriter
@@ -30,7 +30,7 @@ class Rounds:
     calls ``run`` appends."""
     def __init__(self, home: LedgerHome, writer: JournalWriter, task: BenchTask, opts: BenchOptions,
                  run_id: str, seed: int, contestants: list[Contestant], judges: list[Contestant],
-                 fallback: bool, progress: Progress, pricing: Mapping[str, Any] | None,
+                 fallback: bool, progress: Say, pricing: Mapping[str, Any] | None,
                  confine: Confinement) -> None:
         self.home, self.writer, self.task, self.opts = home, writer, task, opts
         self.confine = confine  # every agent call and check runs in its boxes

@@ -34,7 +34,7 @@ from evaluators.leaderboard import (
 from ledger.bench.calls import kill_run_processes
 from ledger.bench.confine import Confinement, confinement
 from ledger.bench.inputs import BenchTask
-from ledger.bench.options import BenchOptions, BenchResult, Progress
+from ledger.bench.options import BenchOptions, BenchResult, Say
 from ledger.bench.panel import Contestant, resolve_contestants, resolve_judges
 from ledger.bench.rounds import Rounds
 from ledger.errors import UsageError
@@ -49,7 +49,7 @@ def new_bench_run_id(now: datetime, rng: Callable[[int], bytes] = os.urandom) ->
 
 
 def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
-              progress: Progress | None = None,
+              progress: Say | None = None,
               now: Callable[[], datetime] = lambda: datetime.now(UTC),
               rng: Callable[[int], bytes] = os.urandom,
               on_view: Callable[[dict[str, Any]], list[str]] | None = None) -> BenchResult:
@@ -58,7 +58,7 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     ``on_view`` (e.g. writing the report files) is called with the view before the run is closed;
     the paths it returns are recorded in ``bench.finished``.
     """
-    say: Progress = progress or (lambda _line: None)
+    say: Say = progress or (lambda _line: None)
     if opts.with_test_review and not opts.with_tests:
         raise UsageError("--with-test-review (--with-test-adversarial) needs --with-tests")
     if opts.timeout_s <= 0:

@@ -5,7 +5,8 @@
     Attestor.attest(run, attempt, task)         scan the attempt against its commitment, sign a
                                                 checkpoint, build the attestation entry's data
 
-The coordinator (the only journal writer) appends what ``Attestor.attest`` returns.
+The run's session applies it as its attestation policy (``ledger.session.CleanRunAttestation``):
+after an attempt's last entry the session's writer appends what ``Attestor.attest`` returns.
 """
 
 from __future__ import annotations
@@ -100,12 +101,12 @@ def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) ->
 
 
 class Attestor:
-    """The attestation step of the coordinator (which stays the only journal writer).
+    """The attestation step of a run (the session's writer stays the only journal writer).
 
     ``attest(run, attempt, task, task_obj, entries)`` scans the attempt's entries (handed over
-    by the coordinator, which kept them as it appended them) with the commitment key, signs a
-    checkpoint, and returns the data of its ``attestation`` entry (not appended here), or None
-    when the attempt journaled no commitment.
+    by the session's attestation policy, which kept them as they were appended) with the
+    commitment key, signs a checkpoint, and returns the data of its ``attestation`` entry (not
+    appended here), or None when the attempt journaled no commitment.
     """
 
     def __init__(self, journal: Journal, keys: Any) -> None:
