@@ -86,3 +86,34 @@ def test_a_check_box_that_cannot_start_is_an_error_never_a_pass(tmp_path: Path) 
     with checks.CheckFolder(box_conf) as box:
         code, _wall, _timed_out, out = box.run(["/nonexistent/program"], 30, "x")
     assert code != 0 and out
+
+
+def test_a_boxed_bench_agent_reaches_only_its_declared_endpoint(env: BenchEnv) -> None:
+    """Through the box's proxy the agent reaches the model endpoint it declares (a loopback one,
+    at its own URL), and is refused anything else; its answer says both."""
+    import sys
+
+    from tests.local_http import CountingServer
+
+    _bwrap()
+    with CountingServer(b"stand-in model") as model:
+        script = env.root / "bot.py"
+        script.write_text(
+            "import urllib.request\n"
+            f"print('model said:', urllib.request.urlopen('http://127.0.0.1:{model.port}/v1',"
+            " timeout=10).read().decode())\n"
+            "try:\n"
+            "    urllib.request.urlopen('https://denied.example.test/', timeout=10)\n"
+            "    print('denied host: REACHED')\n"
+            "except OSError as exc:\n"
+            "    print('denied host: refused', type(exc).__name__)\n", encoding="utf-8")
+        (env.root / "ledger.toml").write_text(
+            f'[agents.bot]\ncommand = ["{sys.executable}", "{script}"]\n'
+            f'endpoints = ["127.0.0.1:{model.port}"]\n', encoding="utf-8")
+        opts = BenchOptions(agents=("bot",), judges=("offline",), timeout_s=60, sandbox="bwrap")
+        run_bench(LedgerHome(env.ledger), task_from_prompt("Say hello"), opts)
+        hits = list(model.hits)
+    (response,) = [e.data for e in env.entries("bench.response")]
+    assert "model said: stand-in model" in response["text"], response
+    assert "denied host: refused" in response["text"]
+    assert hits == ["/v1"]
