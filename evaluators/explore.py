@@ -178,6 +178,8 @@ class RunReport:
     harness_version: str | None = None
     tiers: dict[str, dict[str, Any]] = field(default_factory=dict)
     agent_repeats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the statistics view of the same entries (evaluators/stats_view.py): the viewer's comparison
+    stats: dict[str, Any] | None = None
 
 
 def content_digest(leaf_hashes: Iterable[bytes]) -> str:

@@ -19,6 +19,7 @@ from evaluators.compare import COMPONENTS, compare
 from evaluators.explore import TRANSCRIPT_KINDS, AttemptDetail, RunReport
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from ledger.tasks.model import TIERS
+from ledger.view.compare_page import cross_run_comparison, run_comparison
 
 SIZE_MARK = "@@REPORT-SIZE@@"
 PALETTE = ("#2456a6", "#c2410c", "#17803d", "#7c3aed", "#b42318", "#0e7490", "#a16207", "#be185d")
@@ -384,6 +385,19 @@ def _attempts(report: RunReport, start: int, blocks: list[str]) -> tuple[str, in
     return table, i
 
 
+def _infra_apart(report: RunReport, prefix: str) -> str:
+    """Under the score: the golden score with infra failures apart, as `ledger report` heads
+    with it (the statistics view's ``golden``; the number above counts them as failures)."""
+    g = (report.stats or {}).get("golden")
+    if not g:
+        return ""
+    key = f"{prefix}statistics.golden.score"
+    return (f"<div class=meta data-testid=infra-apart>infra failures apart (as <code>ledger "
+            f"report</code> scores): <b data-k=\"{_e(key)}\" data-v=\"{_e(json.dumps(g['score']))}\">"
+            f"{_num(g['score'])}</b> over {g['attempts']} attempts, {g['infra_failures']} infra "
+            "failure(s) excluded; the score above counts them as failures</div>")
+
+
 def _run_section(report: RunReport, index: int, start: int, blocks: list[str]) -> tuple[str, int]:
     v = report.views
     prefix = "" if index == 0 else f"runs.{index}."
@@ -410,7 +424,7 @@ content digest <code data-testid="content-digest">{_e(report.content_digest)}</c
 + {W_EFFICIENCY}&middot;{_num(c['efficiency'])}) &middot; {_num(c['reliability'])} &middot; {_num(c['safety'])}</div>
 <div class=meta>{v['counts']['passed']} of {v['counts']['attempts']} attempts passed; cost
 <span data-k="{prefix}cost_total" data-v="{_e(json.dumps(v['cost_total']))}">{_num(v['cost_total'])}</span> USD
-({v['cost_unknown']} without a cost); attestations: {_e(att_counts)}</div></div>
+({v['cost_unknown']} without a cost); attestations: {_e(att_counts)}</div>{_infra_apart(report, prefix)}</div>
 <div class=card><h3>Components</h3>{_components_table(v, prefix)}</div>
 </div>
 <h3>Per tier</h3>{_tier_table(v, prefix, report.tiers)}
@@ -419,6 +433,7 @@ content digest <code data-testid="content-digest">{_e(report.content_digest)}</c
 <div class=card><h3>Score against cost</h3>{_frontier_svg(report)}</div></div>
 {_repeats(v, prefix)}
 {_paired_rows(list(report.pairs), 'Agents compared on the same tasks')}
+{run_comparison(report.stats) if report.stats else ''}
 {_bench(report.bench)}
 <h3>Failure taxonomy</h3>
 <p>{_e(', '.join(f'{k} {n}' for k, n in v['taxonomy']['counts'].items() if n) or 'no failed attempts')}</p>
@@ -458,6 +473,8 @@ def render_html(reports: Sequence[RunReport], *, refresh_s: int | None = None,
                  + "".join(f"<tr><td>{_e(k)}</td>{_cell(x['a'])}{_cell(x['b'])}{_cell(x['delta'])}</tr>"
                            for k, x in [("score", d["score"]), *d["components"].items()])
                  + f"</table>{pair}")
+        if reports[0].stats and reports[1].stats:
+            cross += cross_run_comparison(reports[0].stats, reports[1].stats)
     title = ", ".join(r.run_id for r in reports)
     refresh = (f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
                if refresh_s is not None else "")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaluators.compare import BOOTSTRAP_SEED
 from evaluators.explore import RunReport, explore, fold_report
+from evaluators.stats_view import stats_of
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 
@@ -46,9 +48,13 @@ def load_report(journal: Journal, run_prefix: str | None, *, seed: int = BOOTSTR
     entries = read(journal, run_id)
     folded = fold_report(entries, run_id)
     last_seq = entries[-1].seq if entries else None
-    return explore(entries, run_id, views=folded.views,
-                   checkpoint=covering_checkpoint(journal, last_seq),
-                   bench=_bench_view(entries), seed=seed, folded=folded)
+    report = explore(entries, run_id, views=folded.views,
+                     checkpoint=covering_checkpoint(journal, last_seq),
+                     bench=_bench_view(entries), seed=seed, folded=folded)
+    # the comparison page's figures: the statistics view, infra failures excluded (a bench run
+    # has no scored attempts, so no statistics)
+    stats = stats_of(entries, run_id) if folded.views["counts"]["attempts"] else None
+    return dataclasses.replace(report, stats=stats)
 
 
 def load_reports(journal: Journal, run_prefixes: Sequence[str], *, seed: int = BOOTSTRAP_SEED,
