@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -254,7 +254,7 @@ class AuditRuns:
 
 
 def _audit(entries: list[Entry], journal: Journal, key: NoteVerifier | None, store: StoreCheck,
-           audit_runs: Callable[..., Any]) -> Step:
+           audit_runs: Callable[..., Any]) -> Audited:
     if key is None and any(e.kind == "attestation" for e in entries):
         raise KeyMaterialError("attestations need the verifier key to check: pass --vkey or run "
                                "`ledger keys init` (verify never creates keys)")
@@ -351,7 +351,7 @@ class VerifyOptions:
     remember: bool = True
     witnesses: tuple[NoteVerifier, ...] = ()
     witness_threshold: int = 0
-    remember_dir: Path | None = field(default=None)
+    remember_dir: Path | None = None  # the remembered checkpoints' folder (None: the default)
 
 
 def journal_policy(o: VerifyOptions) -> tuple[Check, ...]:
