@@ -1,7 +1,7 @@
 """The ground-truth commitment: keyed digests of hidden tests, solution and hidden fields.
 
 Pure: the material (label, bytes) and the key come in; a ``Commitment`` comes out. File reading
-lives in ``attest/material.py``.
+lives in ``ledger/tasks/material.py``.
 
 Material labels say what a source is: ``tests/<rel>`` (a hidden test file), ``solution/<rel>``
 (a reference solution file), ``hidden/<field>`` (a hidden frontmatter field), ``extra/<name>``

@@ -45,7 +45,7 @@ from attest.attestation import (  # noqa: E402
     verify_attestation,
 )
 from attest.commitment import Commitment  # noqa: E402
-from attest.material import commitment_for_task  # noqa: E402
+from ledger.tasks.material import commitment_for_task  # noqa: E402
 from attest.redact import Redactor  # noqa: E402
 from attest.scan import ScanPolicy, scan_attempt  # noqa: E402
 from ledger.journal import merkle  # noqa: E402

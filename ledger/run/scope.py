@@ -119,7 +119,7 @@ class Attestor:
         """The journaled commitment; the one rebuilt from the task files when it is the same
         (it carries the prefilters that make the scan fast), else the stored one."""
         from attest.commitment import Commitment
-        from attest.material import commitment_for_task
+        from ledger.tasks.material import commitment_for_task
 
         journaled = Commitment.from_data(stored)
         if task is not None:

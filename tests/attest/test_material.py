@@ -1,4 +1,4 @@
-"""Ground truth read from the packaged golden tasks (attest.material), end to end with redaction."""
+"""Ground truth read from the packaged golden tasks (ledger.tasks.material), end to end with redaction."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from attest import digests as dg
 from attest.commitment import Commitment
-from attest.material import commitment_for_task, ground_truth_material, public_material
+from ledger.tasks.material import commitment_for_task, ground_truth_material, public_material
 from attest.redact import Redactor
 from ledger.errors import UsageError
 from ledger.journal.codec import encode_entry

@@ -29,7 +29,7 @@ from attest.attestation import (
     signature_keyid,
     signed_bytes,
 )
-from attest.material import public_material
+from ledger.tasks.material import public_material
 from attest.redact import Redactor
 from attest.scan import scan_attempt
 from cli.main import cli

@@ -100,7 +100,7 @@ _COMMITMENTS_MAX = 64
 def commitment_of(task: Task, key: bytes) -> Any:
     """``commitment_for_task``, kept per worker: it is a function of the task's files (their
     hash, checked against the run's by ``load_plan_task``), its folder and the key."""
-    from attest.material import commitment_for_task
+    from ledger.tasks.material import commitment_for_task
 
     cache_key = (task.hash, str(Path(task.root).resolve()), key)
     commitment = _COMMITMENTS.get(cache_key)

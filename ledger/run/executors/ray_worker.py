@@ -310,7 +310,7 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
 
 
 WARM_MODULES = ("ledger.run.attempt", "ledger.run.agents", "ledger.run.process",
-                "ledger.tasks.loader", "attest.material", "attest.redact", "ledger.run.costs")
+                "ledger.tasks.loader", "ledger.tasks.material", "attest.redact", "ledger.run.costs")
 
 
 def warm_worker() -> int:

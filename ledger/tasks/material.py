@@ -1,6 +1,6 @@
-"""Read a task's ground truth and public material from disk (the one I/O module of attest/).
+"""Read a task's ground truth and public material from disk, for ``attest.commitment``.
 
-Everything else in ``attest`` is pure; this module only turns a ``Task`` into the
+``attest`` is pure; this module only turns a ``Task`` into the
 ``(label, bytes)`` lists that ``build_commitment`` takes.
 
 Ground truth, derived automatically (the operator may add to it, never remove from it):
