@@ -195,7 +195,8 @@ class ContainerBox:
         self._names.append(name)
         flags = ["run", "--rm", f"--name={name}", "--network=none", f"--user={SANDBOX_UID}:{SANDBOX_GID}",
                  "--cap-drop=all", "--security-opt=no-new-privileges", "--pull=never", "--read-only",
-                 "--read-only-tmpfs=false",
+                 # podman mounts tmpfs on /tmp, /run, /var/tmp of a read-only root unless told not to
+                 *(["--read-only-tmpfs=false"] if self.engine.name == "podman" else []),
                  f"--workdir={self.policy.cwd}", *mounts(self.policy, *self._stubs())]
         if isinstance(limits, ContainerEnforcement):
             flags += limits.flags()
@@ -243,7 +244,8 @@ class ContainerBox:
         self._names = []
         if names:
             with contextlib.suppress(LedgerError):  # the folders are given back whatever the engine did
-                self.engine.call(["rm", "--force", "--ignore", *names], timeout=60)
+                ignore = ["--ignore"] if self.engine.name == "podman" else []  # docker has no --ignore
+                self.engine.call(["rm", "--force", *ignore, *names], timeout=60)
         stub, self._stub = self._stub, None
         if stub is not None:
             shutil.rmtree(stub, ignore_errors=True)

@@ -178,3 +178,22 @@ def test_limits_become_engine_flags_with_nofile_and_nproc_always_given() -> None
     assert flags == [f"--memory={64 * MIB}", f"--memory-swap={64 * MIB}", "--pids-limit=32",
                      "--ulimit=nofile=256:256", "--ulimit=nproc=32:32", f"--ulimit=fsize={MIB}:{MIB}",
                      "--ulimit=cpu=9:9"]
+
+
+def test_a_docker_box_gets_only_flags_docker_knows(tmp_path: Path) -> None:
+    """docker has no --read-only-tmpfs (its read-only root has no tmpfs anyway) and no rm --ignore."""
+    from ledger.sandbox.container.backend import ContainerBox
+    from ledger.sandbox.policy import SandboxPolicy
+
+    log = tmp_path / "calls.log"
+    fake = tmp_path / "docker"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n")
+    fake.chmod(0o755)
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    box = ContainerBox(engine.Engine("docker", str(fake)), "img:1",
+                       SandboxPolicy(cwd=str(wt), writable=(str(wt),), readable=()), home=str(wt), scratch=str(wt))
+    argv = box.command(["/bin/true"], {"PATH": "/usr/bin"}).argv
+    assert argv[0] == str(fake) and "--read-only" in argv and not any("read-only-tmpfs" in a for a in argv)
+    box.close()
+    assert log.read_text().startswith("rm --force ledger-agent-") and "--ignore" not in log.read_text()
