@@ -78,8 +78,8 @@ PHASES = {
     # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
     "ledger.run.trace": ("TraceFollower.finish",),
     # the attempt's steps, patched where the pipeline calls them
-    "ledger.run.attempt.pipeline": ("load_plan_task", "commit_ground_truth", "create_workspace",
-                                    "take_diff"),
+    "ledger.run.attempt.pipeline": ("load_plan_task", "commit_ground_truth", "create_workspace"),
+    "ledger.run.attempt.collect": ("take_diff",),
     "ledger.run.attempt.grade": ("install_hidden_tests",),
     "ledger.run.attempt.expected": ("install_hidden_tests",),
 }

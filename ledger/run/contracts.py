@@ -10,8 +10,8 @@ Everything here is plain data; the modules that do the work import these types.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -114,6 +114,67 @@ def no_filter(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class AttemptSettings:
+    """What the coordinator tells an attempt besides its identity: ``AttemptPlan.config`` read
+    once, by name and type (``from_config``), so the attempt never reads a mapping by string.
+
+    A key this worker does not know is refused (the attempt ends in error, nothing runs): a
+    setting added on one side only shows at once instead of being silently ignored."""
+
+    commitment_key: bytes | None = None  # the run's commitment subkey (32 bytes; checked on use)
+    tier: str | None = None  # the task's tier, as the run loaded it
+    task_hash: str | None = None  # the task's hash the journal recorded (checked on load)
+    secret_patterns: tuple[Mapping[str, Any], ...] = ()  # ``SecretPattern.as_data()`` each
+    named_agents: Mapping[str, Any] = field(default_factory=dict)  # ``[agents]`` of ledger.toml
+    agent_extra: Mapping[str, Any] = field(default_factory=dict)  # what the agent gets for this task
+    agent_config: Mapping[str, Sequence[str]] = field(default_factory=dict)  # config copied per agent
+    pricing: Any = None  # the run's price table (None: the built-in one)
+    keep_worktree: bool = False
+    sandbox: str = "none"  # the backend the coordinator resolved ``--sandbox`` to
+    sandbox_hidden: tuple[str, ...] = ()  # folders no sandbox shows (the ledger home, the source)
+    canaries: bool = True  # False: the run turned them off (the benchmark's baseline)
+    grading_trace: bool = True  # False: grading not traced (the benchmark's baseline)
+    limits: Mapping[str, Any] | None = None  # ``[limits]`` of ledger.toml
+    test_timeout_s: float | None = None  # None: the tasks' default limit
+    resolver: Callable[[str, int], Sequence[str]] | None = None  # endpoint lookups (tests)
+    resolve_timeout_s: float | None = None  # None: the default for all endpoints together
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AttemptSettings:
+        """The settings of a plan's ``config`` mapping (what the coordinator sends)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(config) - names)
+        if unknown:
+            from ledger.errors import TaskError
+
+            raise TaskError(f"the attempt plan carries settings this worker does not know: "
+                            f"{', '.join(unknown)}; nothing was run")
+        key = config.get("commitment_key")
+        timeout = config.get("test_timeout_s")
+        resolve_timeout = config.get("resolve_timeout_s")
+        tier, task_hash = config.get("tier"), config.get("task_hash")
+        return cls(
+            commitment_key=bytes(key) if isinstance(key, bytes | bytearray) else None,
+            tier=str(tier) if tier is not None else None,
+            task_hash=str(task_hash) if task_hash else None,
+            secret_patterns=tuple(config.get("secret_patterns") or ()),
+            named_agents=dict(config.get("named_agents") or {}),
+            agent_extra=dict(config.get("agent_extra") or {}),
+            agent_config={str(k): tuple(v) for k, v in (config.get("agent_config") or {}).items()},
+            pricing=config.get("pricing"),
+            keep_worktree=bool(config.get("keep_worktree")),
+            sandbox=str(config.get("sandbox") or "none"),
+            sandbox_hidden=tuple(str(h) for h in config.get("sandbox_hidden") or ()),
+            canaries=config.get("canaries", True) is not False,
+            grading_trace=config.get("grading_trace", True) is not False,
+            limits=config.get("limits"),
+            test_timeout_s=float(timeout) if timeout is not None else None,
+            resolver=config.get("resolver"),
+            resolve_timeout_s=float(resolve_timeout) if resolve_timeout is not None else None,
+        )
+
+
+@dataclass(frozen=True)
 class AttemptPlan:
     """One task x agent x repeat x try, fully described, picklable, sent to a worker."""
 
@@ -126,7 +187,12 @@ class AttemptPlan:
     try_no: int
     timeout_s: float
     trace: str  # "auto" | "strace" | "none"
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)  # ``AttemptSettings`` as data
+
+    @property
+    def settings(self) -> AttemptSettings:
+        """The typed settings of ``config`` (parsed on each call: take it once)."""
+        return AttemptSettings.from_config(self.config)
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,34 @@ def test_missing_commitment_key_is_an_error_before_the_agent(tasks: dict[str, Ta
     assert _one(events, "attempt.finished")["status"] == "error"
 
 
+def test_a_setting_the_worker_does_not_know_is_an_error_before_anything_runs(tasks: dict[str, Task]) -> None:
+    """A misspelled or one-sided setting (``sandbx``) is refused by name: the attempt ends in
+    error before its workspace, its commitment or its agent, instead of running unsandboxed."""
+    events = _run(_plan(tasks["fix-sub"], "noop", sandbx="bwrap"))
+    assert [k for k, _ in _entries(events)] == ["attempt.finished"]
+    fin = _one(events, "attempt.finished")
+    assert fin["status"] == "error" and "sandbx" in fin["error"]
+
+
+def test_settings_are_read_once_by_name_and_type() -> None:
+    """``AttemptSettings.from_config`` types what the coordinator sends: the key as bytes, a
+    timeout as a float, canaries off only by an explicit False, absent keys their defaults."""
+    from ledger.errors import TaskError
+    from ledger.run.contracts import AttemptSettings
+
+    s = AttemptSettings.from_config({"commitment_key": bytearray(KEY), "test_timeout_s": "5",
+                                     "canaries": None, "sandbox_hidden": [Path("/h")],
+                                     "agent_config": {"claude": [".claude.json"]}})
+    assert s.commitment_key == KEY and isinstance(s.commitment_key, bytes)
+    assert s.test_timeout_s == 5.0 and s.canaries is True and s.sandbox == "none"
+    assert s.sandbox_hidden == ("/h",) and s.agent_config == {"claude": (".claude.json",)}
+    assert AttemptSettings.from_config({"canaries": False}).canaries is False
+    assert AttemptSettings.from_config({"commitment_key": "not bytes"}).commitment_key is None
+    assert AttemptSettings.from_config({}).test_timeout_s is None
+    with pytest.raises(TaskError, match="keep_worktrees"):
+        AttemptSettings.from_config({"keep_worktrees": True})
+
+
 def test_worktree_is_removed_after_the_attempt(tasks: dict[str, Task], tmp_path: Path) -> None:
     """The attempt directory is gone once attempt.finished is emitted."""
     spec = _script(tmp_path, "where.py", "import os\nprint(os.getcwd())\n")

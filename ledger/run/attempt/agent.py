@@ -17,34 +17,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.run.attempt.endpoints import RESOLVE_TIMEOUT_S, agent_endpoints, resolve_endpoints
-from ledger.run.attempt.events import Out, Redact, limit_hits, sandbox_failed_data
-from ledger.run.attempt.prepare import attempt_limits, hidden_for, prepare_grading
+from ledger.run.attempt.events import Redact, limit_hits, sandbox_failed_data
+from ledger.run.attempt.prepare import Attempt, attempt_limits, hidden_for, prepare_grading
 from ledger.run.background import Background
-from ledger.run.contracts import AttemptContext, AttemptPlan
+from ledger.run.contracts import AttemptContext
 from ledger.run.process import bound_text
 from ledger.run.workspace import Workspace
 from ledger.tasks.model import Task
 
 if TYPE_CHECKING:
-    from attest.redact import Redactor
+    pass
 
 TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
 DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
 
 
-def prepare_isolated(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
-                      ) -> tuple[Prepared, tuple[Workspace, Any]]:
+def prepare_isolated(att: Attempt) -> tuple[Prepared, tuple[Workspace, Any]]:
     """The agent's sandboxed run and the grading tree, both worked out ahead."""
-    prep = prepare_agent(plan, task, agent, ws, isolated=True)
+    prep = prepare_agent(att)
     try:
-        return prep, prepare_grading(plan, task, ws)
+        return prep, prepare_grading(att.settings, att.task, att.ws)
     except BaseException:
         prep.discard()
         raise
 
 
-def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
-                   invocation: Any, endpoints: Sequence[Mapping[str, Any]]
+def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[str, Any]]
                    ) -> tuple[Any, Any, Any]:
     """(policy, invocation run in it, proxy or None) for a sandboxed agent.
 
@@ -54,11 +52,12 @@ def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
     from ledger.run.scope import endpoint_allowlist
     from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
 
-    wanted = (plan.config.get("agent_config") or {}).get(getattr(agent, "name", ""), [])
+    task, agent, ws = att.task, att.agent, att.ws
+    wanted = att.settings.agent_config.get(getattr(agent, "name", ""), ())
     copied = copy_config(list(wanted), home=ws.home)
     builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
     extra: list[str] = []
-    hidden = hidden_for(task, plan.config)
+    hidden = hidden_for(task, att.settings)
     if builtin == "oracle":  # the oracle reads the solution: DIRTY by design, and shown to it
         root = _resolved(task.root)
         extra.append(root)
@@ -91,15 +90,16 @@ def _agent_sandbox(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace,
     return policy, dataclasses.replace(invocation, argv=tuple(argv), env=env), proxy
 
 
-def _agent_extra(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace) -> dict[str, Any]:
+def _agent_extra(att: Attempt) -> dict[str, Any]:
     """What a built-in agent needs besides the context (never given to other agents)."""
-    extra: dict[str, Any] = dict(plan.config.get("agent_extra") or {})
+    task, agent, ws = att.task, att.agent, att.ws
+    extra: dict[str, Any] = dict(att.settings.agent_extra)
     if getattr(agent, "kind", None) == "http":  # the HTTP agent stops at the token and cost budgets
         from ledger.run.costs import builtin_pricing, find_price
 
         extra["max_tokens"] = int(task.max_tokens)
         extra["max_cost_usd"] = float(task.max_cost_usd)
-        found = find_price(getattr(agent, "model", None), plan.config.get("pricing") or builtin_pricing())
+        found = find_price(getattr(agent, "model", None), att.settings.pricing or builtin_pricing())
         if found is not None:
             extra["price_per_mtok"] = [found[1].input_per_mtok, found[1].output_per_mtok]
     builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
@@ -220,17 +220,18 @@ class Prepared:
                 self.proxy.close()
 
 
-def prepare_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, *,
-                   isolated: bool) -> Prepared:
+def prepare_agent(att: Attempt) -> Prepared:
     """The agent's context, command line, trace mode, scope and (isolated) sandbox and proxy."""
     from ledger.run.process import resolve_trace
+
+    plan, task, agent, ws = att.plan, att.task, att.agent, att.ws
 
     prompt_file = ws.scratch / "prompt.md"
     prompt_file.write_text(task.prompt, encoding="utf-8")
     ctx = AttemptContext(
         attempt_id=plan.attempt_id, task_id=task.id, worktree=ws.worktree,
         prompt_file=prompt_file, prompt=task.prompt, home=ws.home, timeout_s=plan.timeout_s,
-        extra=_agent_extra(plan, task, agent, ws),
+        extra=_agent_extra(att),
     )
     invocation = _observed_invocation(agent.invocation(ctx), agent, ws)
     mode, reason = resolve_trace(plan.trace)
@@ -238,14 +239,14 @@ def prepare_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, *,
         "transcript" if invocation.parser_factory is not None else "none")
     readable = harness_readable() + agent_readable(invocation.argv, ws, task)
     endpoints = resolve_endpoints(
-        agent_endpoints(agent), resolver=plan.config.get("resolver"),
-        timeout=float(plan.config.get("resolve_timeout_s", RESOLVE_TIMEOUT_S)))
+        agent_endpoints(agent), resolver=att.settings.resolver,
+        timeout=att.settings.resolve_timeout_s or RESOLVE_TIMEOUT_S)
     policy = proxy = None
     isolation: dict[str, Any] = {"isolation": "none", "sandbox": None}
-    if isolated:
+    if att.isolated:
         from ledger.sandbox import probe_bwrap
 
-        policy, invocation, proxy = _agent_sandbox(plan, task, agent, ws, invocation, endpoints)
+        policy, invocation, proxy = _agent_sandbox(att, invocation, endpoints)
         # With isolation, what the sandbox shows may be read: that is the scope.
         readable = [p for p in policy.readable if p not in policy.masked]
         isolation = {"isolation": "sandbox",
@@ -263,28 +264,27 @@ def discard(job: Background) -> None:
     prep.discard()
 
 
-def run_agent(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: Out,
-               redact: Redactor, prep: Prepared) -> bool:
+def run_agent(att: Attempt, prep: Prepared) -> bool:
     """Run the agent; False when its sandbox never started it."""
     try:
-        ran = _agent_started_and_run(plan, task, agent, ws, out, redact, prep)
+        ran = _agent_started_and_run(att, prep)
     finally:
         records = prep.proxy.close() if prep.proxy is not None else []
     for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
-        out.entry("net.connect", rec)
+        att.out.entry("net.connect", rec)
     return ran
 
 
-def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Workspace, out: Out,
-                           redact: Redactor, prep: Prepared) -> bool:
+def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
     from ledger.run.agent_errors import ReachWatch, classify
     from ledger.run.costs import estimate_cost
     from ledger.run.process import output_events, redact_secrets, run_agent_process
     from ledger.run.trace import strace_filter
     from ledger.sandbox.limits import Enforcement
 
+    task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact
     invocation = prep.invocation
-    enforcement = Enforcement(attempt_limits(plan, task), sandboxed=prep.policy is not None,
+    enforcement = Enforcement(attempt_limits(att.settings, task), sandboxed=prep.policy is not None,
                               label="agent")
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
@@ -320,7 +320,7 @@ def _agent_started_and_run(plan: AttemptPlan, task: Task, agent: Any, ws: Worksp
             out.entry(kind, data)
     limit_hits(out, "agent", outcome.limit_hits)
     cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
-                                 pricing=plan.config.get("pricing"))
+                                 pricing=att.settings.pricing)
     out.entry("agent.finished", {
         "exit_code": outcome.exit_code,
         "signal": outcome.signal,

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.run.contracts import AttemptSettings
 from ledger.tasks.model import Signal, Task
 
 if TYPE_CHECKING:
@@ -18,14 +19,15 @@ _CANARIES_MAX = 64
 CANARY_SIGNAL_INDEX = 1000  # signal canaries' scratch logs: signal-1000.log, ... (never journaled)
 
 
-def attempt_canaries(task: Task, cfg: Mapping[str, Any]) -> Derived | None:
+def attempt_canaries(task: Task, settings: AttemptSettings) -> Derived | None:
     """The attempt's canaries (``attest.canary``), chosen under its commitment key; None when
-    the run turned them off (``canaries: false``, the benchmark's baseline)."""
-    if cfg.get("canaries", True) is False:
+    the run turned them off (``canaries: false``, the benchmark's baseline). The key is the one
+    ``commit_ground_truth`` checked."""
+    key = settings.commitment_key
+    if not settings.canaries or key is None:
         return None
     from ledger.tasks.canaries import derive_for
 
-    key = bytes(cfg["commitment_key"])
     cache_key = (task.hash, str(Path(task.root).resolve()), key)
     derived = _CANARIES.get(cache_key)
     if derived is None:  # a function of the task's files (hash checked) and the key

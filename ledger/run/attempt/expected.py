@@ -14,17 +14,14 @@ from ledger.run.attempt.commands import (
     run_suite,
     tool_env,
 )
-from ledger.run.attempt.prepare import commit_ground_truth, hidden_for, task_programs
-from ledger.run.contracts import AttemptPlan
-from ledger.run.workspace import Workspace, create_grading_tree, install_hidden_tests, remove_tree
-from ledger.tasks.model import Task
+from ledger.run.attempt.prepare import Attempt, commit_ground_truth, hidden_for, task_programs
+from ledger.run.workspace import create_grading_tree, install_hidden_tests, remove_tree
 
 _EXPECTED: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a worker's collected ids
 _EXPECTED_MAX = 64
 
 
-def expected_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
-                     timeout: float) -> dict[str, Any] | None:
+def expected_hidden(att: Attempt) -> dict[str, Any] | None:
     """The ``grading.expected`` entry: the hidden test ids fixed before the agent starts.
 
     A task graded by test ids lists them (FAIL_TO_PASS + PASS_TO_PASS); a pytest hidden suite
@@ -32,25 +29,27 @@ def expected_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool
     tests installed (in the grading sandbox when the attempt is sandboxed), or, when a module
     fails to collect there (the tests import what the agent is to write), with the reference
     solution applied. Kept per worker by task hash. None: the task's own runner decides."""
+    task = att.task
     if not is_pytest(python_argv(task.hidden_test_command)):
         return None
     if task.graded_by_ids:
         ids = [*task.fail_to_pass, *task.pass_to_pass]
         return {"suite": "hidden", "source": "task", "task_hash": task.hash,
                 "count": len(ids), "ids": ids}
-    key = (task.hash, str(Path(task.root).resolve()), isolated)
+    key = (task.hash, str(Path(task.root).resolve()), att.isolated)
     cached = _EXPECTED.get(key)
     if cached is None:
-        cached = _collect_hidden(plan, task, ws, isolated, timeout)
+        cached = _collect_hidden(att)
         if len(_EXPECTED) >= _EXPECTED_MAX:
             _EXPECTED.clear()
         _EXPECTED[key] = cached
     return dict(cached)
 
 
-def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool,
-                    timeout: float) -> dict[str, Any]:
+def _collect_hidden(att: Attempt) -> dict[str, Any]:
     from ledger.tasks.apply import apply_solution, hidden_env
+
+    task, ws, timeout = att.task, att.ws, att.test_timeout
 
     result: dict[str, Any] = {}
     for source in ("collected", "collected-with-solution"):
@@ -60,14 +59,14 @@ def _collect_hidden(plan: AttemptPlan, task: Task, ws: Workspace, isolated: bool
                 apply_solution(task, tree.worktree, env=tool_env(tree))
             install_hidden_tests(tree, task)
             wrap = no_wrap
-            if isolated:
+            if att.isolated:
                 from ledger.sandbox.setup import grading_policy
 
                 policy = grading_policy(worktree=tree.worktree, home=tree.home,
-                                        scratch=tree.scratch, hidden=hidden_for(task, plan.config),
+                                        scratch=tree.scratch, hidden=hidden_for(task, att.settings),
                                         path_env=tool_env(tree).get("PATH", ""),
                                         programs=task_programs(task))
-                wrap = SandboxWrap(policy, "grading", commit_ground_truth(task, plan.config)[1])
+                wrap = SandboxWrap(policy, "grading", commit_ground_truth(task, att.settings)[1])
             verifier = tree.scratch / "verifier"
             verifier.mkdir(mode=0o700)
             result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,

@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ledger.run.attempt.canaries import CANARY_SIGNAL_INDEX, signal_claim
+from ledger.run.attempt.collect import Graded
 from ledger.run.attempt.commands import SandboxWrap, Wrap, no_wrap, run_signal, run_suite
 from ledger.run.attempt.events import Out, Redact, emit_result, limit_hits
-from ledger.run.attempt.prepare import attempt_limits
-from ledger.run.contracts import AttemptPlan, no_filter
+from ledger.run.attempt.prepare import Attempt, attempt_limits
+from ledger.run.contracts import no_filter
 from ledger.run.workspace import Workspace, install_hidden_tests, remove_tree
 from ledger.tasks.model import Task
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from attest.canary import Derived
 
 
-def _capture(plan: AttemptPlan, task: Task, tree: Workspace, sandboxed: bool) -> Any:
+def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
     """The grading capture of ``tree`` (``ledger.sandbox.gradetrace``): on when the attempt's
     trace mode is strace (the agent's capture) unless the run turned it off (``grading_trace:
     false``, the benchmark's baseline), its scope the tree and the hidden paths."""
@@ -28,15 +29,15 @@ def _capture(plan: AttemptPlan, task: Task, tree: Workspace, sandboxed: bool) ->
     from ledger.run.process import resolve_trace
     from ledger.sandbox.gradetrace import GradingCapture, grading_scope
 
+    task = att.task
     scope = grading_scope(tree=tree.worktree, hidden_dir=task.hidden_tests_dir,
-                          private=[tree.home, tree.scratch], secret=hidden_for(task, plan.config))
-    on = resolve_trace(plan.trace)[0] == "strace" and plan.config.get("grading_trace") is not False
+                          private=[tree.home, tree.scratch], secret=hidden_for(task, att.settings))
+    on = resolve_trace(att.plan.trace)[0] == "strace" and att.settings.grading_trace
     return GradingCapture(scratch=tree.scratch, scope=scope, sandboxed=sandboxed, enabled=on)
 
 
 @contextlib.contextmanager
-def limited(plan: AttemptPlan, task: Task, out: Out, policy: Any, redact: Redact,
-            tree: Workspace) -> Any:
+def limited(att: Attempt, policy: Any, tree: Workspace) -> Any:
     """The grading commands' wrap under the attempt's limits (one cgroup for all of them):
     a ``SandboxWrap`` into ``policy``, or (no sandbox) the command as it is, each under the
     grading capture; ``limit.hit`` entries (phase ``grading``) for what they ran into, then the
@@ -44,16 +45,18 @@ def limited(plan: AttemptPlan, task: Task, out: Out, policy: Any, redact: Redact
     ``sandbox.failed`` instead)."""
     from ledger.sandbox.limits import Enforcement
 
-    enf = Enforcement(attempt_limits(plan, task), sandboxed=policy is not None, label="grading")
+    task, out = att.task, att.out
+    enf = Enforcement(attempt_limits(att.settings, task), sandboxed=policy is not None,
+                      label="grading")
     wrap: Any
     if policy is not None:
-        wrap = SandboxWrap(policy, "grading", redact, limits=enf)
+        wrap = SandboxWrap(policy, "grading", att.redact, limits=enf)
     else:
         def wrap(argv: list[str]) -> list[str]:
             return argv
 
         wrap.preexec = enf.preexec
-    capture = _capture(plan, task, tree, sandboxed=policy is not None)
+    capture = _capture(att, tree, sandboxed=policy is not None)
     try:
         yield capture.wrap(wrap)
         hits = enf.hits()
@@ -105,8 +108,8 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
 
 
 def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: float,
-                  canaries: Derived | None, wrap: Wrap = no_wrap,
-                  expected: Sequence[str] | None = None) -> None:
+                 canaries: Derived | None, wrap: Wrap = no_wrap,
+                 expected: Sequence[str] | None = None) -> None:
     """Hidden tests (with the test canaries mixed in), the signals, the signal canaries: the
     ``signal.result`` entries, the hidden ``test.result`` (real tests only, the canaries
     counted in its ``canaries`` map) and the ``canary.result`` (outcomes by committed item, no
@@ -139,31 +142,22 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
         session=str(hidden.get("outcomes") or "reporter"))})
 
 
-def grade_isolated(plan: AttemptPlan, task: Task, ws: Workspace, diff: Mapping[str, Any],
-                    out: Out, redact: Redact, test_timeout: float, grade: Workspace,
-                    policy: Any, *, expected: Mapping[str, Any] | None = None,
-                    baseline_ids: Sequence[str] | None = None,
-                    canaries: Derived | None = None) -> None:
-    """Grade in ``grade`` under ``policy`` (``prepare_grading``), a new sandbox: the agent's
-    graded changes (``ledger.sandbox.grading``), then the hidden tests; nothing the agent
-    started is alive (its PID namespace ended with it)."""
-    from ledger.sandbox.grading import apply_changes, graded_changes
-
-    graded, dropped = graded_changes(
-        diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
-        repo_dir=task.repo_dir, worktree=ws.worktree)
-    dropped += apply_changes(graded, source=ws.worktree, target=grade.worktree)
-    lost = {d["path"] for d in dropped}
-    out.entry("grading", {
-        "isolation": "sandbox",
-        "graded": [f["path"] for f in graded if f["path"] not in lost],
-        "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
-        "sandbox": policy.as_data(),
-    })
-    with limited(plan, task, out, policy, redact, grade) as wrap:
-        grade_hidden(grade, task, out, redact, test_timeout, canaries, wrap=wrap,
-                      expected=ids_of(expected))
+def grade(att: Attempt, target: Graded, *, expected: Mapping[str, Any] | None,
+          regression_ids: Sequence[str] | None, canaries: Derived | None) -> None:
+    """Grade the attempt in ``target`` (``collect``), whatever the sandbox: the ``grading``
+    record when the graded changes were carried into a grading tree, then, under the attempt's
+    limits and (sandboxed) in a new grading sandbox, the hidden tests, signals and canaries
+    (``grade_hidden``) and the regression suite. In the agent's own tree (no sandbox) the
+    tests the agent added are collected beside the baseline's (``extra_allowed``); nothing
+    the agent started is alive (its process group, or its PID namespace, ended with it)."""
+    if target.record is not None:
+        att.out.entry("grading", target.record)
+    task, out, redact = att.task, att.out, att.redact
+    with limited(att, target.policy, target.tree) as wrap:
+        grade_hidden(target.tree, task, out, redact, att.test_timeout, canaries, wrap=wrap,
+                     expected=ids_of(expected))
         if task.regression_command:
-            emit_result(out, "test.result", run_suite(grade, "regression", task.regression_command,
-                                                  redact=redact, timeout=test_timeout, wrap=wrap,
-                                                  expected=baseline_ids, required="reported"))
+            emit_result(out, "test.result", run_suite(
+                target.tree, "regression", task.regression_command, redact=redact,
+                timeout=att.test_timeout, wrap=wrap, expected=regression_ids,
+                required="reported", extra_allowed=target.own_tree))

@@ -4,13 +4,13 @@ redactor, its limits, whether it is sandboxed, and the grading tree with its san
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import TaskError
 from ledger.run.attempt.commands import tool_env
-from ledger.run.contracts import AttemptPlan
+from ledger.run.attempt.events import Out
+from ledger.run.contracts import AttemptPlan, AttemptSettings
 from ledger.run.workspace import Workspace, create_grading_tree
 from ledger.tasks.model import Task
 
@@ -18,12 +18,28 @@ if TYPE_CHECKING:
     from attest.redact import Redactor
 
 
-def load_plan_task(plan: AttemptPlan) -> Task:
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """What every step of one attempt shares, fixed once it is prepared: the plan and its
+    settings, the task (hash checked), the agent, the workspace, the outlet and the redactor."""
+
+    plan: AttemptPlan
+    settings: AttemptSettings
+    task: Task
+    agent: Any
+    ws: Workspace
+    out: Out
+    redact: Redactor
+    isolated: bool  # sandboxed (``isolated_of``): the agent and the grading run in sandboxes
+    test_timeout: float  # seconds per test command and signal
+
+
+def load_plan_task(plan: AttemptPlan, settings: AttemptSettings) -> Task:
     """The task the plan names; its hash must be the one the journal recorded."""
     from ledger.tasks.loader import load_task
 
-    task = load_task(Path(plan.task_root), tier=plan.config.get("tier"))
-    expected = plan.config.get("task_hash")
+    task = load_task(Path(plan.task_root), tier=settings.tier)
+    expected = settings.task_hash
     if expected and task.hash != expected:
         raise TaskError(
             f"task {task.id} changed since the run recorded it (hash {task.hash[:12]}..., "
@@ -32,11 +48,11 @@ def load_plan_task(plan: AttemptPlan) -> Task:
     return task
 
 
-def attempt_limits(plan: AttemptPlan, task: Task) -> Any:
+def attempt_limits(settings: AttemptSettings, task: Task) -> Any:
     """The attempt's ``Limits``: the defaults, ``ledger.toml``'s ``[limits]``, the task's."""
     from ledger.sandbox.limits import resolve_limits
 
-    return resolve_limits(plan.config.get("limits"), getattr(task, "limits", None))
+    return resolve_limits(settings.limits, getattr(task, "limits", None))
 
 
 def baseline_tree(ws: Workspace) -> Workspace:
@@ -48,10 +64,10 @@ def baseline_tree(ws: Workspace) -> Workspace:
     return dataclasses.replace(ws, home=home, scratch=scratch, pending_git=None)
 
 
-def isolated_of(cfg: Mapping[str, Any]) -> bool:
+def isolated_of(settings: AttemptSettings) -> bool:
     """Whether this attempt runs sandboxed: the coordinator resolved ``--sandbox`` to ``bwrap``
     (this node must then have a working bubblewrap: exit 3 otherwise) or to ``none``."""
-    mode = cfg.get("sandbox", "none")
+    mode = settings.sandbox
     if mode == "none":
         return False
     from ledger.sandbox import sandbox_status
@@ -59,10 +75,10 @@ def isolated_of(cfg: Mapping[str, Any]) -> bool:
     return sandbox_status("bwrap" if mode == "bwrap" else str(mode)).mode == "bwrap"
 
 
-def hidden_for(task: Task, cfg: Mapping[str, Any]) -> list[str]:
+def hidden_for(task: Task, settings: AttemptSettings) -> list[str]:
     from ledger.sandbox.setup import hidden_paths
 
-    return hidden_paths(task.root, cfg.get("sandbox_hidden") or ())
+    return hidden_paths(task.root, settings.sandbox_hidden)
 
 
 def task_programs(task: Task) -> list[str]:
@@ -73,7 +89,7 @@ def task_programs(task: Task) -> list[str]:
             if c and c[0].startswith("/") and not c[0].startswith(("/usr/", "/bin/", "/sbin/", "/lib"))]
 
 
-def prepare_grading(plan: AttemptPlan, task: Task, ws: Workspace) -> tuple[Workspace, Any]:
+def prepare_grading(settings: AttemptSettings, task: Task, ws: Workspace) -> tuple[Workspace, Any]:
     """The grading tree (a fresh copy of the task's starting repo, inside the attempt's folder:
     removed with it, after the attempt has reported; no agent's sandbox shows it) and the
     grading sandbox's policy. Nothing of the agent's, nothing hidden: it may be made early."""
@@ -81,16 +97,16 @@ def prepare_grading(plan: AttemptPlan, task: Task, ws: Workspace) -> tuple[Works
 
     grade = create_grading_tree(task, parent=ws.root)
     policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
-                            hidden=hidden_for(task, plan.config),
+                            hidden=hidden_for(task, settings),
                             path_env=tool_env(grade).get("PATH", ""),
                             programs=task_programs(task))
     return grade, policy
 
 
-def resolve_plan_agent(plan: AttemptPlan) -> Any:
+def resolve_plan_agent(plan: AttemptPlan, settings: AttemptSettings) -> Any:
     from ledger.run.agents import resolve_agent
 
-    return resolve_agent(plan.agent_spec, config=plan.config.get("named_agents") or {})
+    return resolve_agent(plan.agent_spec, config=settings.named_agents)
 
 
 _COMMITMENTS: dict[tuple[str, str, bytes], Any] = {}  # a worker's commitments, by task and key
@@ -112,15 +128,15 @@ def commitment_of(task: Task, key: bytes) -> Any:
     return commitment
 
 
-def commit_ground_truth(task: Task, cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Redactor]:
+def commit_ground_truth(task: Task, settings: AttemptSettings) -> tuple[dict[str, Any], Redactor]:
     """The ground-truth commitment (emitted before the agent) and the redactor built from it."""
     from attest.redact import Redactor
 
-    key = cfg.get("commitment_key")
-    if not isinstance(key, bytes | bytearray) or len(key) != 32:
+    key = settings.commitment_key
+    if key is None or len(key) != 32:
         raise TaskError("the attempt plan carries no commitment key; nothing was run")
     from attest.redact import SecretPattern
 
-    commitment = commitment_of(task, bytes(key))
-    secrets = [SecretPattern.from_data(p) for p in cfg.get("secret_patterns") or ()]
-    return commitment.as_data(), Redactor(commitment, bytes(key), secrets=secrets)
+    commitment = commitment_of(task, key)
+    secrets = [SecretPattern.from_data(p) for p in settings.secret_patterns]
+    return commitment.as_data(), Redactor(commitment, key, secrets=secrets)
