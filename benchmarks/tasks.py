@@ -116,12 +116,14 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
     installed, the hidden suite run (in the grading sandbox when bubblewrap works) and its JUnit
     report parsed. Baseline: the same test command run bare in a prepared tree."""
     from ledger.run.attempt import task_programs
-    from ledger.sandbox import bwrap_command, sandbox_status
-    from ledger.sandbox.setup import grading_policy, hidden_paths
+    from ledger.run.attempt.commands import Boxed
+    from ledger.sandbox.paths import hidden_paths
+    from ledger.sandbox.port import GradingRequest
+    from ledger.sandbox.registry import resolve
 
     folders = sorted(p for p in mined_dir.iterdir() if p.is_dir())
     task = load_task(folders[0])
-    sandboxed = sandbox_status("auto").mode == "bwrap"
+    backend = resolve("auto").backend  # the grading sandbox when one works here
     prepared = create_workspace(task)
     redact = lambda text: text  # noqa: E731 - no secrets in a generated task
     try:
@@ -140,16 +142,14 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
             try:
                 assert apply_solution(task, grade.worktree).ok
                 install_hidden_tests(grade, task)
-                wrap = None
-                if sandboxed:
-                    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
-                                            hidden=hidden_paths(task.root), path_env=tool_env(grade)["PATH"],
-                                            programs=task_programs(task))
-
-                    def wrap(cmd: list[str]) -> list[str]:
-                        return bwrap_command(policy, cmd)
-                result = run_suite(grade, "hidden", task.hidden_test_command, redact=redact, timeout=120.0,
-                                   **({"wrap": wrap} if wrap else {}))
+                box = backend.grading_box(GradingRequest(
+                    grade.worktree, grade.home, grade.scratch, hidden=tuple(hidden_paths(task.root)),
+                    path_env=tool_env(grade)["PATH"], programs=tuple(task_programs(task))))
+                try:
+                    result = run_suite(grade, "hidden", task.hidden_test_command, redact=redact,
+                                       timeout=120.0, boxed=Boxed(box))
+                finally:
+                    box.close()
             finally:
                 grade.cleanup()
             took = time.perf_counter() - started
@@ -172,7 +172,7 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
     overhead = (min(graded) - min(bare)) * 1000
     median_overhead = (statistics.median(graded) - statistics.median(bare)) * 1000
     return {
-        "task": task.id, "repeats": repeats, "sandboxed": sandboxed,
+        "task": task.id, "repeats": repeats, "sandboxed": backend.name != "none",
         "grading_ms_min": round(min(graded) * 1000, 1), "bare_test_run_ms_min": round(min(bare) * 1000, 1),
         "grading_ms_median": round(statistics.median(graded) * 1000, 1),
         "bare_test_run_ms_median": round(statistics.median(bare) * 1000, 1),

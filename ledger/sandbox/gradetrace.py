@@ -2,7 +2,7 @@
 
     capture = GradingCapture(tree=grade.worktree, hidden_dir=task.hidden_tests_dir, ...)
     wrap = capture.wrap(inner)          every grading command runs as strace ... -- inner(argv)
-    ... run_suite(..., wrap=wrap) / run_signal(..., wrap=wrap) ...
+    ... the attempt's grade step (``ledger.run.attempt.commands.Boxed``: ``capture``) ...
     out.entry("grading.trace", capture.record())
 
 Each grading command (the hidden suite with its canaries, every completion signal and signal

@@ -92,9 +92,11 @@ def _tools_or_skip(sandboxed: bool) -> None:
 def grade(tmp: Path, ops: str, *, sandboxed: bool = True) -> tuple[dict[str, Any], dict, str]:
     """(the hidden suite's test.result data, the grading.trace record, the suite's output and
     what the graded code wrote to ``said.txt``)."""
-    from ledger.run.attempt.commands import SandboxWrap, run_suite
+    from ledger.run.attempt.commands import Boxed, run_suite
     from ledger.run.workspace import create_grading_tree, install_hidden_tests
-    from ledger.sandbox.setup import grading_policy, hidden_paths
+    from ledger.sandbox.paths import hidden_paths
+    from ledger.sandbox.port import GradingRequest
+    from ledger.sandbox.registry import get
     from ledger.tasks.loader import load_tasks
 
     _tools_or_skip(sandboxed)
@@ -103,14 +105,13 @@ def grade(tmp: Path, ops: str, *, sandboxed: bool = True) -> tuple[dict[str, Any
     (ws.worktree / "mathx/ops.py").write_text(OPS_HEAD + ops)
     install_hidden_tests(ws, task)
     hidden = hidden_paths(task.root)
-    inner: Any = (SandboxWrap(grading_policy(worktree=ws.worktree, home=ws.home,
-                                               scratch=ws.scratch, hidden=hidden),
-                                "grading", lambda s: s) if sandboxed else (lambda a: a))
+    box = get("bwrap" if sandboxed else "none").grading_box(
+        GradingRequest(ws.worktree, ws.home, ws.scratch, hidden=tuple(hidden)))
     cap = GradingCapture(scratch=ws.scratch, enabled=True, sandboxed=sandboxed,
                          scope=grading_scope(tree=ws.worktree, hidden_dir=task.hidden_tests_dir,
                                              private=[ws.home, ws.scratch], secret=hidden))
     res = run_suite(ws, "hidden", task.hidden_test_command, redact=lambda s: s, timeout=120,
-                      wrap=cap.wrap(inner))
+                    boxed=Boxed(box, capture=cap))
     said = ws.worktree / "said.txt"  # what an attacker says it tried (pytest captures stdout)
     output = (ws.scratch / "hidden.log").read_text(errors="replace") + (
         said.read_text() if said.exists() else "")
@@ -187,8 +188,10 @@ def test_a_network_attempt_while_graded_is_traced(tmp_path: Path) -> None:
 
 def test_a_missing_trace_log_is_a_capture_failure(tmp_path: Path) -> None:
     """The log gone (a capture that failed): the record says failed, never strace."""
-    from ledger.run.attempt.commands import run_suite
+    from ledger.run.attempt.commands import Boxed, run_suite
     from ledger.run.workspace import create_grading_tree
+    from ledger.sandbox.port import GradingRequest
+    from ledger.sandbox.registry import get
     from ledger.tasks.loader import load_tasks
 
     _tools_or_skip(False)
@@ -198,7 +201,8 @@ def test_a_missing_trace_log_is_a_capture_failure(tmp_path: Path) -> None:
                          scope=grading_scope(tree=ws.worktree, hidden_dir="tests_hidden",
                                              private=[], secret=[]))
     run_suite(ws, "hidden", ("python", "-c", "print(1)"), redact=lambda s: s, timeout=60,
-                wrap=cap.wrap(lambda a: a))
+              boxed=Boxed(get("none").grading_box(GradingRequest(ws.worktree, ws.home,
+                                                                 ws.scratch)), capture=cap))
     for log in ws.scratch.glob("grading-trace-*.log"):
         log.unlink()
     record = cap.record()

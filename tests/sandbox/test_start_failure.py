@@ -219,9 +219,9 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
     import inspect
 
     import ledger.run.attempt.expected as expected
-    import ledger.sandbox.setup as setup
+    import ledger.sandbox.bubblewrap as backend  # the bwrap backend's grading boxes
 
-    real = setup.grading_policy
+    real = backend.grading_policy
     monkeypatch.setattr(expected, "_EXPECTED", {})  # collect afresh, whatever ran before
 
     def bad(**kwargs: Any) -> SandboxPolicy:
@@ -231,14 +231,14 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
             return policy
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
 
-    monkeypatch.setattr(setup, "grading_policy", bad)
+    monkeypatch.setattr(backend, "grading_policy", bad)
     result, home = _inline_run(tmp_path, monkeypatch)
     summary = json.loads(result.stdout)
     [row] = summary["attempts"]
     assert row["status"] == "error" and "grading sandbox did not start" in row["error"]
     entries = _entries(home, summary["run"])
     [failed] = [e.data for e in entries if e.kind == "sandbox.failed"]
-    assert failed["stage"] == "grading" and MISSING in failed["message"]
+    assert failed["stage"] == "grading" and failed["backend"] == "bwrap" and MISSING in failed["message"]
     assert not [e for e in entries if e.kind == "test.result"]
     text = "".join(e.data.get("text", "") for e in entries if e.kind == "agent.output")
     if when == "collecting-before-the-agent":

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from ledger.run.attempt.agent import agent_readable, harness_readable
 from ledger.run.attempt.commands import (
-    SandboxStartFailed,
     python_argv,
     run_signal,
     run_suite,
@@ -54,4 +53,4 @@ _task_programs = task_programs  # the name ledger/tasks/isolation.py imports (un
 __all__ = ["run_attempt", "run_suite", "run_signal", "python_argv", "no_filter",
            "resolve_endpoints", "system_resolver", "static_resolver", "agent_endpoints",
            "tool_env", "agent_readable", "harness_readable", "load_plan_task", "task_programs",
-           "sandbox_failed_data", "SandboxStartFailed"]
+           "sandbox_failed_data"]

@@ -26,17 +26,17 @@ from ledger.run.workspace import Workspace
 from ledger.tasks.model import Task
 
 if TYPE_CHECKING:
-    pass
+    from ledger.sandbox.port import Box
 
 TEXT_LIMIT = 64 * 1024  # bytes of captured text per entry
 DEMO_STEPS_NAME = ".ledger-demo-steps.json"  # in the attempt's private home
 
 
-def prepare_isolated(att: Attempt) -> tuple[Prepared, tuple[Workspace, Any]]:
-    """The agent's sandboxed run and the grading tree, both worked out ahead."""
+def prepare_ahead(att: Attempt) -> tuple[Prepared, tuple[Workspace, Box]]:
+    """The agent's run and the grading tree and box, both worked out ahead."""
     prep = prepare_agent(att)
     try:
-        return prep, prepare_grading(att.settings, att.task, att.ws)
+        return prep, prepare_grading(att)
     except BaseException:
         prep.discard()
         raise
@@ -243,7 +243,7 @@ def prepare_agent(att: Attempt) -> Prepared:
         timeout=att.settings.resolve_timeout_s or RESOLVE_TIMEOUT_S)
     policy = proxy = None
     isolation: dict[str, Any] = {"isolation": "none", "sandbox": None}
-    if att.isolated:
+    if att.confined:
         from ledger.sandbox import probe_bwrap
 
         policy, invocation, proxy = _agent_sandbox(att, invocation, endpoints)
@@ -314,7 +314,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
     failed = outcome.sandbox_failed
     if failed is not None:  # bwrap could not start the agent: the harness's failure
         failed = redact(failed)
-        out.entry("sandbox.failed", sandbox_failed_data("agent", failed))
+        out.entry("sandbox.failed", sandbox_failed_data("agent", failed, att.sandbox.name))
     for kind, data in output_events(outcome) if failed is None else []:
         if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
             out.entry(kind, data)

@@ -8,10 +8,13 @@ starting repo that no agent's sandbox showed; unsandboxed, grading runs in the a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.run.attempt.prepare import Attempt, prepare_grading
+from ledger.run.attempt.prepare import Attempt, grading_box, prepare_grading
 from ledger.run.workspace import Workspace, take_diff
+
+if TYPE_CHECKING:
+    from ledger.sandbox.port import Box
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,21 +22,21 @@ class Graded:
     """Where the attempt is graded."""
 
     tree: Workspace  # the grading tree, or the agent's own workspace
-    policy: Any  # the grading sandbox's policy; None: no sandbox
+    box: Box  # the grading box over it (``ledger.sandbox.port``)
     own_tree: bool  # the agent's own tree: tests it added are collected too
     record: dict[str, Any] | None  # the ``grading`` entry (graded and dropped files, sandbox)
 
 
-def collect(att: Attempt, grading: tuple[Workspace, Any] | None
+def collect(att: Attempt, grading: tuple[Workspace, Box] | None
             ) -> tuple[dict[str, Any], Graded]:
-    """``(diff, where to grade)``; ``grading``: the grading tree and policy made ahead, if any."""
+    """``(diff, where to grade)``; ``grading``: the grading tree and box made ahead, if any."""
     diff = take_diff(att.ws, att.task.repo_dir, redact=att.redact)
-    if not att.isolated:
-        return diff, Graded(att.ws, None, own_tree=True, record=None)
+    if not att.confined:
+        return diff, Graded(att.ws, grading_box(att, att.ws), own_tree=True, record=None)
     from ledger.sandbox.grading import apply_changes, graded_changes
 
     task, ws, redact = att.task, att.ws, att.redact
-    tree, policy = grading if grading is not None else prepare_grading(att.settings, task, ws)
+    tree, box = grading if grading is not None else prepare_grading(att)
     graded, dropped = graded_changes(
         diff.get("files") or [], owned=task.owned_files, hidden_dir=task.hidden_tests_dir,
         repo_dir=task.repo_dir, worktree=ws.worktree)
@@ -43,6 +46,6 @@ def collect(att: Attempt, grading: tuple[Workspace, Any] | None
         "isolation": "sandbox",
         "graded": [f["path"] for f in graded if f["path"] not in lost],
         "dropped": [{"path": redact(d["path"]), "reason": d["reason"]} for d in dropped],
-        "sandbox": policy.as_data(),
+        "sandbox": box.as_data(),
     }
-    return diff, Graded(tree, policy, own_tree=False, record=record)
+    return diff, Graded(tree, box, own_tree=False, record=record)

@@ -6,15 +6,16 @@ by ``evaluators.grading`` from its records; any other command by its exit code."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.errors import LedgerError
 from ledger.run.attempt.canaries import split_canaries
 from ledger.run.attempt.events import Redact
+from ledger.run.contracts import no_filter
 from ledger.run.process import bound_text
 from ledger.run.workspace import Workspace
 from ledger.tasks.checks import (  # the one runner and signal check (tasks validate uses them)
@@ -28,6 +29,7 @@ from ledger.tasks.model import Signal
 
 if TYPE_CHECKING:
     from attest.canary import Derived
+    from ledger.sandbox.port import Box
 
 MESSAGE_LIMIT = 500  # bytes of a test failure message
 MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
@@ -61,13 +63,6 @@ def first_line(text: str | None, redact: Redact) -> str:
     return bound_text(redact(line), MESSAGE_LIMIT)[0]
 
 
-Wrap = Callable[[list[str]], list[str]]  # argv -> the argv that runs it in a sandbox
-
-
-def no_wrap(argv: list[str]) -> list[str]:
-    return argv
-
-
 def _reported(report: Any, redact: Redact) -> tuple[dict[str, int], list[dict[str, str]]]:
     """Counts and the per-test list of a reporter's records (bounded, messages redacted)."""
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -83,76 +78,54 @@ def _reported(report: Any, redact: Redact) -> tuple[dict[str, int], list[dict[st
     return counts, tests
 
 
-class SandboxStartFailed(LedgerError):
-    """The grading sandbox never ran its command (bwrap's message): the harness's failure."""
+@dataclasses.dataclass(frozen=True)
+class Boxed:
+    """Where the commands of one step run: a box of the Sandbox port (``ledger.sandbox.port``),
+    the ``Enforcement`` of the attempt's limits they run under (None: none), and the redactor
+    the backend's start-failure message passes (``BoxStartFailed``)."""
 
-    def __init__(self, stage: str, message: str) -> None:
-        super().__init__(f"the {stage} sandbox did not start: {message}")
-        self.stage = stage
-        self.message = message
-
-
-class SandboxWrap:
-    """A ``Wrap`` into ``policy``'s sandbox that tells a sandbox that never started from a
-    command that failed (``ledger.sandbox.bwrap.StartStatus``): ``run_command`` gets its
-    ``pass_fds``, then ``check`` raises ``SandboxStartFailed`` with bwrap's message."""
-
-    def __init__(self, policy: Any, stage: str, redact: Redact, limits: Any = None) -> None:
-        self.policy, self.stage, self.redact = policy, stage, redact
-        self._status: Any = None
-        self.limits = limits  # an ``Enforcement``: its init script and preexec (the limits)
-        self.preexec = limits.preexec if limits is not None else None
-
-    def __call__(self, argv: list[str]) -> list[str]:
-        from ledger.sandbox.bwrap import StartStatus, bwrap_command
-
-        if self._status is not None:
-            self._status.close()
-        self._status = StartStatus()
-        init = self.limits.init_script() if self.limits is not None else ()
-        return bwrap_command(self.policy, argv, extra=self._status.args(), init=init)
-
-    @property
-    def pass_fds(self) -> tuple[int, ...]:
-        return self._status.pass_fds if self._status is not None else ()
-
-    def close(self) -> None:
-        if self._status is not None:
-            self._status.close()
-            self._status = None
-
-    def check(self, code: int, timed_out: bool, log: Path) -> None:
-        status, self._status = self._status, None
-        if status is None:
-            return
-        try:
-            head = log.read_bytes()[:4096].decode("utf-8", "replace") if log.exists() else ""
-        except OSError:
-            head = ""
-        failure = None if timed_out else status.failure(code, head)
-        status.close()
-        if failure is not None:
-            raise SandboxStartFailed(self.stage, self.redact(failure))
+    box: Box
+    limits: Any = None
+    redact: Redact = no_filter
+    stage: str = "grading"
+    capture: Any = None  # the grading capture (``ledger.sandbox.gradetrace``): strace outside
 
 
-def _run_wrapped(wrap: Wrap, argv: list[str], *, cwd: Path, env: Mapping[str, str],
-                 timeout: float, output: Path,
-                 pass_fds: Sequence[int] = ()) -> tuple[int, float, bool]:
-    """``run_command`` of ``wrap(argv)``; a wrap with a ``check`` (a ``SandboxWrap``, or the
-    grading capture's wrap around one) checks that its sandbox started."""
-    wrapped = wrap(argv)
-    result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, output=output,
-                         pass_fds=(*pass_fds, *getattr(wrap, "pass_fds", ())),
-                         preexec=getattr(wrap, "preexec", None))
-    check = getattr(wrap, "check", None)
-    if check is not None:
-        check(result[0], result[2], output)
-    return result
+def unconfined(ws: Workspace) -> Boxed:
+    """The ``none`` backend's box over ``ws``: commands run as they are, no limits."""
+    from ledger.sandbox.port import GradingRequest
+    from ledger.sandbox.registry import get
+
+    return Boxed(get("none").grading_box(GradingRequest(ws.worktree, ws.home, ws.scratch)))
+
+
+def _run_boxed(boxed: Boxed, argv: list[str], *, cwd: Path, env: Mapping[str, str],
+               timeout: float, output: Path,
+               pass_fds: Sequence[int] = ()) -> tuple[int, float, bool]:
+    """``run_command`` of ``argv`` in the box; a box that never ran it is ``BoxStartFailed``
+    (the harness's failure, never the graded code's)."""
+    from ledger.sandbox.port import BoxStartFailed
+
+    confined = boxed.box.command(argv, env, limits=boxed.limits)
+    command = list(confined.argv)
+    if boxed.capture is not None:  # ``strace ... --`` the confined command, labelled by argv
+        command = boxed.capture.wrap(lambda _argv: list(confined.argv))(argv)
+    code, duration, timed_out = run_command(
+        command, cwd=cwd, env=confined.env, timeout=timeout, output=output,
+        pass_fds=(*pass_fds, *confined.pass_fds), preexec=confined.preexec)
+    try:
+        head = output.read_bytes()[:4096].decode("utf-8", "replace") if output.exists() else ""
+    except OSError:
+        head = ""
+    failure = boxed.box.failure(None if timed_out else code, head)
+    if failure is not None and not timed_out:
+        raise BoxStartFailed(boxed.stage, boxed.redact(failure), backend=boxed.box.backend)
+    return code, duration, timed_out
 
 
 def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Redact,
               timeout: float, label: str | None = None,
-              extra_env: Mapping[str, str] | None = None, wrap: Wrap = no_wrap,
+              extra_env: Mapping[str, str] | None = None, boxed: Boxed | None = None,
               expected: Sequence[str] | None = None, required: str = "passed",
               collect_only: bool = False, extra_allowed: bool = False,
               canaries: Derived | None = None,
@@ -162,18 +135,19 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     A pytest command runs with the harness's reporter (``ledger.sandbox.outcomes``), whose
     records arrive over an inherited pipe; ``evaluators.grading.suite_verdict`` decides from
     them and ``expected`` (the ids fixed before the agent started). Any other command's exit
-    code decides (``outcomes: "exit-code"``). ``wrap`` turns the command line into one that
-    runs in the grading sandbox. With ``canaries`` (test canaries mixed into the
+    code decides (``outcomes: "exit-code"``). ``boxed``: the box (and limits) it runs in
+    (default: unconfined). With ``canaries`` (test canaries mixed into the
     session) their records are taken out before anything else sees the report: ``canary_out``
     gets their outcomes, the entry only their counts (``canaries``)."""
     from evaluators.grading import recorded_tests, suite_verdict
     from ledger.sandbox.outcomes import ReportChannel, pytest_args
 
+    boxed = boxed or unconfined(ws)
     argv = python_argv(command)
     env = {**tool_env(ws), **(extra_env or {})}
     log = ws.scratch / f"{label or suite}.log"
     if not is_pytest(argv):
-        code, duration, timed_out = _run_wrapped(wrap, argv, cwd=ws.worktree, env=env,
+        code, duration, timed_out = _run_boxed(boxed, argv, cwd=ws.worktree, env=env,
                                                  timeout=timeout, output=log)
         return {"suite": suite, "command": list(command), "exit_code": code, "passed": code == 0,
                 "duration_s": round(duration, 6), "outcomes": "exit-code", "timed_out": timed_out,
@@ -181,8 +155,8 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
     channel = ReportChannel()
     try:
         argv = [*argv, *pytest_args(), *(["--collect-only", "-q"] if collect_only else [])]
-        code, duration, timed_out = _run_wrapped(
-            wrap, argv, cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
+        code, duration, timed_out = _run_boxed(
+            boxed, argv, cwd=ws.worktree, env={**env, **channel.env()}, timeout=timeout,
             output=log, pass_fds=channel.pass_fds)
         report = channel.collect()
     except BaseException:
@@ -226,7 +200,7 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
 
 
 def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
-               timeout: float, wrap: Wrap = no_wrap) -> dict[str, Any]:
+               timeout: float, boxed: Boxed | None = None) -> dict[str, Any]:
     """Evaluate one completion signal: the data of a ``signal.result`` entry.
 
     A ``python -c`` signal runs under the end-record wrapper (``ledger.sandbox.outcomes``): it
@@ -237,6 +211,7 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
     from ledger.sandbox.outcomes import signal_argv as wrapped
 
     extra: dict[str, Any] = {}
+    boxed = boxed or unconfined(ws)
     if sig.kind == "command":
         argv = signal_argv(sig)
         log = ws.scratch / f"signal-{index}.log"
@@ -245,8 +220,8 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             argv, more = wrapped(argv)
             channel = ReportChannel()
             try:
-                code, duration, timed_out = _run_wrapped(
-                    wrap, list(argv), cwd=ws.worktree, env={**env, **more, **channel.env()},
+                code, duration, timed_out = _run_boxed(
+                    boxed, list(argv), cwd=ws.worktree, env={**env, **more, **channel.env()},
                     timeout=timeout, output=log, pass_fds=channel.pass_fds)
                 report = channel.collect()
             except BaseException:
@@ -262,8 +237,8 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
             if verdict.anomalies:
                 extra["anomalies"] = verdict.as_data()
         else:
-            code, duration, timed_out = _run_wrapped(
-                wrap, list(argv), cwd=ws.worktree, env=env, timeout=timeout, output=log)
+            code, duration, timed_out = _run_boxed(
+                boxed, list(argv), cwd=ws.worktree, env=env, timeout=timeout, output=log)
             passed = code == sig.expect_exit and not timed_out
             extra = {"outcomes": "exit-code", "exit_code": code, "timed_out": timed_out,
                      "duration_s": round(duration, 6)}

@@ -44,7 +44,7 @@ def emit_result(out: Out, kind: str, data: Mapping[str, Any]) -> None:
                                       "detail": anomaly["detail"]})
 
 
-def sandbox_failed_data(stage: str, message: str) -> dict[str, Any]:
+def sandbox_failed_data(stage: str, message: str, backend: str) -> dict[str, Any]:
     """The data of a ``sandbox.failed`` entry: the harness's sandbox did not start (an infra
-    failure, never the agent's). ``message`` is bwrap's, bounded and redacted by the caller."""
-    return {"stage": stage, "backend": "bwrap", "message": message}
+    failure, never the agent's). ``message`` is the backend's, bounded and redacted by the caller."""
+    return {"stage": stage, "backend": backend, "message": message}

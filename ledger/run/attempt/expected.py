@@ -6,18 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import TaskError
-from ledger.run.attempt.commands import (
-    SandboxWrap,
-    is_pytest,
-    no_wrap,
-    python_argv,
-    run_suite,
-    tool_env,
-)
-from ledger.run.attempt.prepare import Attempt, commit_ground_truth, hidden_for, task_programs
+from ledger.run.attempt.commands import Boxed, is_pytest, python_argv, run_suite, tool_env
+from ledger.run.attempt.prepare import Attempt, commit_ground_truth, grading_box
 from ledger.run.workspace import create_grading_tree, install_hidden_tests, remove_tree
 
-_EXPECTED: dict[tuple[str, str, bool], dict[str, Any]] = {}  # a worker's collected ids
+_EXPECTED: dict[tuple[str, str, str], dict[str, Any]] = {}  # a worker's collected ids
 _EXPECTED_MAX = 64
 
 
@@ -36,7 +29,7 @@ def expected_hidden(att: Attempt) -> dict[str, Any] | None:
         ids = [*task.fail_to_pass, *task.pass_to_pass]
         return {"suite": "hidden", "source": "task", "task_hash": task.hash,
                 "count": len(ids), "ids": ids}
-    key = (task.hash, str(Path(task.root).resolve()), att.isolated)
+    key = (task.hash, str(Path(task.root).resolve()), att.sandbox.name)
     cached = _EXPECTED.get(key)
     if cached is None:
         cached = _collect_hidden(att)
@@ -58,20 +51,18 @@ def _collect_hidden(att: Attempt) -> dict[str, Any]:
             if source == "collected-with-solution":
                 apply_solution(task, tree.worktree, env=tool_env(tree))
             install_hidden_tests(tree, task)
-            wrap = no_wrap
-            if att.isolated:
-                from ledger.sandbox.setup import grading_policy
-
-                policy = grading_policy(worktree=tree.worktree, home=tree.home,
-                                        scratch=tree.scratch, hidden=hidden_for(task, att.settings),
-                                        path_env=tool_env(tree).get("PATH", ""),
-                                        programs=task_programs(task))
-                wrap = SandboxWrap(policy, "grading", commit_ground_truth(task, att.settings)[1])
+            # in the backend's grading box (the redactor is this thread's own)
+            boxed = Boxed(grading_box(att, tree),
+                          redact=commit_ground_truth(task, att.settings)[1])
             verifier = tree.scratch / "verifier"
             verifier.mkdir(mode=0o700)
-            result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,
-                               timeout=timeout, extra_env=hidden_env(task, tree.worktree, verifier),
-                               wrap=wrap, label="collect", collect_only=True)
+            try:
+                result = run_suite(tree, "hidden", task.hidden_test_command, redact=lambda t: t,
+                                   timeout=timeout, boxed=boxed, label="collect",
+                                   extra_env=hidden_env(task, tree.worktree, verifier),
+                                   collect_only=True)
+            finally:
+                boxed.box.close()
         finally:
             remove_tree(tree.root)
         if result["report"]["ended"] and not result["report"]["collect_errors"]:

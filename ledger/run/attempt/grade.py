@@ -5,12 +5,12 @@ grading sandbox."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ledger.run.attempt.canaries import CANARY_SIGNAL_INDEX, signal_claim
 from ledger.run.attempt.collect import Graded
-from ledger.run.attempt.commands import SandboxWrap, Wrap, no_wrap, run_signal, run_suite
+from ledger.run.attempt.commands import Boxed, run_signal, run_suite
 from ledger.run.attempt.events import Out, Redact, emit_result, limit_hits
 from ledger.run.attempt.prepare import Attempt, attempt_limits
 from ledger.run.contracts import no_filter
@@ -19,6 +19,7 @@ from ledger.tasks.model import Task
 
 if TYPE_CHECKING:
     from attest.canary import Derived
+    from ledger.sandbox.port import Box
 
 
 def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
@@ -37,35 +38,21 @@ def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
 
 
 @contextlib.contextmanager
-def limited(att: Attempt, policy: Any, tree: Workspace) -> Any:
-    """The grading commands' wrap under the attempt's limits (one cgroup for all of them):
-    a ``SandboxWrap`` into ``policy``, or (no sandbox) the command as it is, each under the
-    grading capture; ``limit.hit`` entries (phase ``grading``) for what they ran into, then the
-    ``grading.trace`` entry (when every grading command ran: a sandbox that never started is
-    ``sandbox.failed`` instead)."""
-    from ledger.sandbox.limits import Enforcement
-
-    task, out = att.task, att.out
-    enf = Enforcement(attempt_limits(att.settings, task), sandboxed=policy is not None,
-                      label="grading")
-    wrap: Any
-    if policy is not None:
-        wrap = SandboxWrap(policy, "grading", att.redact, limits=enf)
-    else:
-        def wrap(argv: list[str]) -> list[str]:
-            return argv
-
-        wrap.preexec = enf.preexec
-    capture = _capture(att, tree, sandboxed=policy is not None)
+def limited(att: Attempt, box: Box, tree: Workspace) -> Iterator[Boxed]:
+    """The grading commands in ``box`` under the attempt's limits (one cgroup for all of them),
+    each under the grading capture; ``limit.hit`` entries (phase ``grading``) for what they ran
+    into, then the ``grading.trace`` entry (when every grading command ran: a box that never
+    started is ``sandbox.failed`` instead). Closes the box."""
+    enf = box.enforcement(attempt_limits(att.settings, att.task), label="grading")
+    capture = _capture(att, tree, sandboxed=box.isolated)
     try:
-        yield capture.wrap(wrap)
+        yield Boxed(box, limits=enf, redact=att.redact, capture=capture)
         hits = enf.hits()
     finally:
-        if isinstance(wrap, SandboxWrap):
-            wrap.close()
+        box.close()
         enf.close()
-    limit_hits(out, "grading", hits)
-    out.entry("grading.trace", capture.record())
+    limit_hits(att.out, "grading", hits)
+    att.out.entry("grading.trace", capture.record())
 
 
 def ids_of(expected: Mapping[str, Any] | None) -> list[str] | None:
@@ -83,7 +70,7 @@ def baseline_ids(baseline: Mapping[str, Any] | None) -> list[str] | None:
 
 
 def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
-                  wrap: Wrap = no_wrap, expected: Sequence[str] | None = None,
+                  boxed: Boxed | None = None, expected: Sequence[str] | None = None,
                   canaries: Derived | None = None,
                   canary_out: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
@@ -96,7 +83,7 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
     if task.grading is not None and task.grading.timeout_s:
         timeout = task.grading.timeout_s
     result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
-                       extra_env=hidden_env(task, ws.worktree, verifier), wrap=wrap,
+                       extra_env=hidden_env(task, ws.worktree, verifier), boxed=boxed,
                        expected=expected, canaries=canaries, canary_out=canary_out)
     if task.grading is not None and task.grading.reward_file is not None:
         reward, _detail = read_reward(verifier, task.grading.reward_file)
@@ -108,7 +95,7 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
 
 
 def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: float,
-                 canaries: Derived | None, wrap: Wrap = no_wrap,
+                 canaries: Derived | None, boxed: Boxed | None = None,
                  expected: Sequence[str] | None = None) -> None:
     """Hidden tests (with the test canaries mixed in), the signals, the signal canaries: the
     ``signal.result`` entries, the hidden ``test.result`` (real tests only, the canaries
@@ -121,16 +108,16 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
         tc.install(canaries, task, ws.worktree)
     claims: dict[int, str] = {}
     for index, sig in enumerate(task.signals):
-        res = run_signal(ws, index, sig, redact=redact, timeout=timeout, wrap=wrap)
+        res = run_signal(ws, index, sig, redact=redact, timeout=timeout, boxed=boxed)
         emit_result(out, "signal.result", res)
         claims[index] = signal_claim(res, sig)
     seen: dict[str, tuple[str, str]] = {}
     for k, c in enumerate(canaries.signals if canaries is not None else ()):
         sig = tc.signal_of(c, task)
         res = run_signal(ws, CANARY_SIGNAL_INDEX + k, sig, redact=no_filter, timeout=timeout,
-                         wrap=wrap)
+                         boxed=boxed)
         seen[c.key] = (signal_claim(res, sig), claims.get(int(c.name.split(":")[1]), "missing"))
-    hidden = _hidden_suite(ws, task, redact, timeout, wrap=wrap, expected=expected,
+    hidden = _hidden_suite(ws, task, redact, timeout, boxed=boxed, expected=expected,
                            canaries=canaries, canary_out=seen)
     emit_result(out, "test.result", hidden)
     if canaries is None:
@@ -153,11 +140,11 @@ def grade(att: Attempt, target: Graded, *, expected: Mapping[str, Any] | None,
     if target.record is not None:
         att.out.entry("grading", target.record)
     task, out, redact = att.task, att.out, att.redact
-    with limited(att, target.policy, target.tree) as wrap:
-        grade_hidden(target.tree, task, out, redact, att.test_timeout, canaries, wrap=wrap,
+    with limited(att, target.box, target.tree) as boxed:
+        grade_hidden(target.tree, task, out, redact, att.test_timeout, canaries, boxed=boxed,
                      expected=ids_of(expected))
         if task.regression_command:
             emit_result(out, "test.result", run_suite(
                 target.tree, "regression", task.regression_command, redact=redact,
-                timeout=att.test_timeout, wrap=wrap, expected=regression_ids,
+                timeout=att.test_timeout, boxed=boxed, expected=regression_ids,
                 required="reported", extra_allowed=target.own_tree))

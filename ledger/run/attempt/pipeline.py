@@ -6,10 +6,10 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import LedgerError
-from ledger.run.attempt.agent import Prepared, discard, prepare_agent, prepare_isolated, run_agent
+from ledger.run.attempt.agent import Prepared, discard, prepare_agent, prepare_ahead, run_agent
 from ledger.run.attempt.canaries import attempt_canaries
 from ledger.run.attempt.collect import collect
-from ledger.run.attempt.commands import DEFAULT_TEST_TIMEOUT_S, SandboxStartFailed, run_suite
+from ledger.run.attempt.commands import DEFAULT_TEST_TIMEOUT_S, run_suite
 from ledger.run.attempt.events import Emit, Out, sandbox_failed_data
 from ledger.run.attempt.expected import expected_hidden
 from ledger.run.attempt.grade import baseline_ids, grade
@@ -17,17 +17,19 @@ from ledger.run.attempt.prepare import (
     Attempt,
     baseline_tree,
     commit_ground_truth,
-    isolated_of,
     load_plan_task,
     resolve_plan_agent,
+    resolve_sandbox,
 )
 from ledger.run.background import Background
 from ledger.run.contracts import AttemptPlan, AttemptSettings
 from ledger.run.executors.contract import AttemptStopped
 from ledger.run.workspace import Workspace, create_workspace
+from ledger.sandbox.port import BoxStartFailed
 
 if TYPE_CHECKING:
     from attest.canary import Derived
+    from ledger.sandbox.port import Box
 
 
 def run_attempt(plan: AttemptPlan, emit: Emit, *, stop_guard: Any = None) -> None:
@@ -47,9 +49,9 @@ def run_attempt(plan: AttemptPlan, emit: Emit, *, stop_guard: Any = None) -> Non
         status, error = stop.status, f"{stop.status} by the coordinator"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted"
-    except SandboxStartFailed as exc:  # the harness's sandbox never ran a grading command
+    except BoxStartFailed as exc:  # the harness's sandbox never ran a grading command
         with contextlib.suppress(Exception):
-            out.entry("sandbox.failed", sandbox_failed_data(exc.stage, exc.message))
+            out.entry("sandbox.failed", sandbox_failed_data(exc.stage, exc.message, exc.backend))
         status, error = "error", str(exc)
     except LedgerError as exc:
         status, error = "error", str(exc)
@@ -95,9 +97,10 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
 
     task = load_plan_task(plan, settings)
     agent = resolve_plan_agent(plan, settings)
-    isolated = isolated_of(settings)
+    sandbox = resolve_sandbox(settings)
+    confined = sandbox.isolation == "sandbox"
     out.phase("workspace")
-    ws = create_workspace(task, history=load_repo_history(task), shadow_git=isolated)
+    ws = create_workspace(task, history=load_repo_history(task), shadow_git=confined)
     _CURRENT[plan.attempt_id] = ws
 
     commitment, redact = commit_ground_truth(task, settings)
@@ -108,11 +111,11 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
 
         out.entry("canary.commitment", {"canaries": commit(canaries)})
     timeout = settings.test_timeout_s
-    return Attempt(plan, settings, task, agent, ws, out, redact, isolated,
+    return Attempt(plan, settings, task, agent, ws, out, redact, sandbox.backend, confined,
                    DEFAULT_TEST_TIMEOUT_S if timeout is None else timeout), canaries
 
 
-def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Any] | None,
+def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Box] | None,
                                           dict[str, Any] | None, list[str] | None]:
     """The baseline (``test.baseline``) and, beside it, the agent's run and the hidden test ids
     (``grading.expected``) worked out: (the prepared agent, the grading tree and policy made
@@ -122,8 +125,8 @@ def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Any] | None,
     # attempt's folder that the agent's sandbox does not show) are worked out while the public
     # tests run; those run, as the grading does, with a home and temp folder of their own (the
     # agent's config is being copied into its home meanwhile).
-    job = (Background(prepare_isolated, att)
-           if att.isolated and task.regression_command else None)
+    job = (Background(prepare_ahead, att)
+           if att.confined and task.regression_command else None)
     # The hidden test ids are collected (when this worker has not yet for the task) while the
     # public tests run: two pytest processes, two cores.
     collecting = Background(expected_hidden, att)
@@ -132,7 +135,7 @@ def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Any] | None,
         if task.regression_command:  # tasks graded by test ids or a reward file have none
             out.phase("baseline")
             baseline = run_suite(
-                baseline_tree(ws) if att.isolated else ws, "regression", task.regression_command,
+                baseline_tree(ws) if att.confined else ws, "regression", task.regression_command,
                 redact=att.redact, timeout=att.test_timeout, label="baseline")
             out.entry("test.baseline", baseline)
         prep, grading = job.result() if job is not None else (prepare_agent(att), None)

@@ -16,6 +16,7 @@ from ledger.tasks.model import Task
 
 if TYPE_CHECKING:
     from attest.redact import Redactor
+    from ledger.sandbox.port import Box, Sandbox, SandboxStatus
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,8 @@ class Attempt:
     ws: Workspace
     out: Out
     redact: Redactor
-    isolated: bool  # sandboxed (``isolated_of``): the agent and the grading run in sandboxes
+    sandbox: Sandbox  # the backend (``ledger.sandbox.port``) its boxes come from
+    confined: bool  # the backend confines (``SandboxStatus.isolation``): a fresh grading tree
     test_timeout: float  # seconds per test command and signal
 
 
@@ -64,19 +66,17 @@ def baseline_tree(ws: Workspace) -> Workspace:
     return dataclasses.replace(ws, home=home, scratch=scratch, pending_git=None)
 
 
-def isolated_of(settings: AttemptSettings) -> bool:
-    """Whether this attempt runs sandboxed: the coordinator resolved ``--sandbox`` to ``bwrap``
-    (this node must then have a working bubblewrap: exit 3 otherwise) or to ``none``."""
-    mode = settings.sandbox
-    if mode == "none":
-        return False
-    from ledger.sandbox import sandbox_status
+def resolve_sandbox(settings: AttemptSettings) -> SandboxStatus:
+    """The backend the coordinator resolved ``--sandbox`` to, checked on this node
+    (``ledger.sandbox.registry.resolve``: a named backend that does not work here is
+    ``NothingToRun``, exit 3)."""
+    from ledger.sandbox.registry import resolve
 
-    return sandbox_status("bwrap" if mode == "bwrap" else str(mode)).mode == "bwrap"
+    return resolve(settings.sandbox)
 
 
 def hidden_for(task: Task, settings: AttemptSettings) -> list[str]:
-    from ledger.sandbox.setup import hidden_paths
+    from ledger.sandbox.paths import hidden_paths
 
     return hidden_paths(task.root, settings.sandbox_hidden)
 
@@ -84,23 +84,29 @@ def hidden_for(task: Task, settings: AttemptSettings) -> list[str]:
 def task_programs(task: Task) -> list[str]:
     """Test programs a task names by absolute path outside the system folders (an imported
     task's virtualenv interpreter): the grading sandbox must be able to read their tree."""
-    commands = (task.test_command if task.graded_by_ids else task.hidden_test_command, task.regression_command)
-    return [c[0] for c in commands
-            if c and c[0].startswith("/") and not c[0].startswith(("/usr/", "/bin/", "/sbin/", "/lib"))]
+    from ledger.sandbox.paths import outside_system
+
+    return outside_system((task.test_command if task.graded_by_ids else task.hidden_test_command,
+                           task.regression_command))
 
 
-def prepare_grading(settings: AttemptSettings, task: Task, ws: Workspace) -> tuple[Workspace, Any]:
+def grading_box(att: Attempt, tree: Workspace) -> Box:
+    """The backend's grading box over ``tree``: the tree, its home and scratch writable, the
+    task's test programs readable, nothing hidden shown."""
+    from ledger.sandbox.port import GradingRequest
+
+    return att.sandbox.grading_box(GradingRequest(
+        worktree=tree.worktree, home=tree.home, scratch=tree.scratch,
+        hidden=tuple(hidden_for(att.task, att.settings)),
+        path_env=tool_env(tree).get("PATH", ""), programs=tuple(task_programs(att.task))))
+
+
+def prepare_grading(att: Attempt) -> tuple[Workspace, Box]:
     """The grading tree (a fresh copy of the task's starting repo, inside the attempt's folder:
     removed with it, after the attempt has reported; no agent's sandbox shows it) and the
-    grading sandbox's policy. Nothing of the agent's, nothing hidden: it may be made early."""
-    from ledger.sandbox.setup import grading_policy
-
-    grade = create_grading_tree(task, parent=ws.root)
-    policy = grading_policy(worktree=grade.worktree, home=grade.home, scratch=grade.scratch,
-                            hidden=hidden_for(task, settings),
-                            path_env=tool_env(grade).get("PATH", ""),
-                            programs=task_programs(task))
-    return grade, policy
+    grading box over it. Nothing of the agent's, nothing hidden: it may be made early."""
+    tree = create_grading_tree(att.task, parent=att.ws.root)
+    return tree, grading_box(att, tree)
 
 
 def resolve_plan_agent(plan: AttemptPlan, settings: AttemptSettings) -> Any:
