@@ -95,7 +95,10 @@ def bench_mining(tmp: Path, commits: int) -> dict[str, Any]:
     started = time.perf_counter()
     _git(repo, "log", "--no-merges", "--first-parent", "--name-status", "--format=%H %P%n%B", "HEAD")
     baseline_s = time.perf_counter() - started
-    report = mine(MineOptions(repo=repo, out=tmp / "out", allow_thin=True))  # "fix N" names nothing
+    from ledger.run.task_runner import task_confinement
+
+    report = mine(MineOptions(repo=repo, out=tmp / "out", allow_thin=True),  # "fix N" names nothing
+                  confinement=task_confinement("auto"))
     examined = len(report.results)
     mining_s = report.seconds - report.test_seconds
     rate = examined / mining_s if mining_s > 0 else float("inf")

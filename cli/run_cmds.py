@@ -209,7 +209,7 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES),
               help="Isolation of every attempt: auto (bubblewrap where it works, default), "
-                   "bwrap (required; exit 3 without it) or none.")
+                   "a sandbox backend's name (required; exit 3 where it cannot work) or none.")
 @click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
 @click.option("--executor", type=click.Choice(("local", "ray")),
               help="Where attempts run: local worker processes (default) or a Ray cluster "

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from ledger.errors import VerificationError
+from ledger.run.task_runner import task_confinement
 from ledger.sandbox import SANDBOX_MODES
 from ledger.tasks.loader import load_tasks, task_summary, tier_source
 from ledger.tasks.model import Task
@@ -150,7 +151,8 @@ def _signal_text(sig: dict[str, Any]) -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show every check, not only the failed ones.")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="auto", show_default=True,
               help="Run the test runs and signals in the grading sandbox of `ledger run` "
-                   "(auto: when bubblewrap works; bwrap: exit 3 where it cannot).")
+                   "(auto: when a sandbox backend works here; a backend's name: exit 3 where it "
+                   "cannot).")
 @json_option
 @pass_ctx
 def validate_cmd(
@@ -169,7 +171,8 @@ def validate_cmd(
             mark = "ok" if res.ok else "FAIL"
             err.print(f"[{done[0]}/{len(selected)}] {res.task_id}: {mark}", highlight=False, markup=False)
 
-    results = validate_tasks(selected, parallel=parallel, progress=progress, sandbox=sandbox)
+    results = validate_tasks(selected, parallel=parallel, progress=progress,
+                             confinement=task_confinement(sandbox))
     failed = [r for r in results if not r.ok]
     if as_json:
         emit_json({"ok": not failed, "tasks": [r.as_dict() for r in results]})
@@ -195,7 +198,7 @@ def _render(results: list[ValidationResult], verbose: bool) -> None:
         lines = [f"{'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in shown]
         summary = "\n".join(lines) if lines else f"all {len(r.checks)} checks passed"
         table.add_row(escape(r.tier), escape(r.task_id), "ok" if r.ok else "FAIL", f"{r.duration_s:.1f}s",
-                      "yes" if r.sandbox == "bwrap" else "no", escape(summary))
+                      "yes" if r.sandbox != "none" else "no", escape(summary))
     console = _console()
     console.print(table)
     bad = sum(1 for r in results if not r.ok)
@@ -249,7 +252,8 @@ def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, 
         statement=statement.read_text(encoding="utf-8") if statement else None, timeout_s=timeout_s,
         statement_from=statement_from, first_parent=first_parent, allow_thin=allow_thin, **extra,
     )
-    report = mine(opts, progress=_progress_line(_console(err=True)))
+    report = mine(opts, progress=_progress_line(_console(err=True)),
+                  confinement=task_confinement("auto"))
     if as_json:
         emit_json(report.as_dict())
     else:
@@ -318,7 +322,8 @@ def import_swebench_cmd(ctx: Ctx, file: Path, repos: Path, tier: str, out: Path 
     from ledger.tasks.importers import import_swebench
 
     report = import_swebench(file, repos, out=out or ctx.home.golden_dir, tier=_tier_name(tier), python=python,
-                             progress=_progress_line(_console(err=True)), environment=environment)
+                             progress=_progress_line(_console(err=True)), environment=environment,
+                             confinement=task_confinement("auto"))
     _render_import(report, as_json)
 
 
@@ -335,5 +340,6 @@ def import_harbor_cmd(ctx: Ctx, folder: Path, tier: str, out: Path | None, as_js
     from ledger.tasks.importers import import_harbor
 
     report = import_harbor(folder, out=out or ctx.home.golden_dir, tier=_tier_name(tier),
-                           progress=_progress_line(_console(err=True)))
+                           progress=_progress_line(_console(err=True)),
+                           confinement=task_confinement("auto"))
     _render_import(report, as_json)

@@ -43,7 +43,7 @@ class RunRequest:
     repeat: int | None = None
     timeout_s: float | None = None
     trace: str | None = None
-    sandbox: str | None = None  # "auto" | "bwrap" | "none"; None: ledger.toml, else auto
+    sandbox: str | None = None  # "auto" or a sandbox backend; None: ledger.toml, else auto
     resume: str | None = None
     retry: str | None = None  # with resume: "infra" re-runs only the infra-failed attempts
     executor: str | None = None  # "local" | "ray"; None: ledger.toml [run] executor, else local
@@ -98,17 +98,16 @@ def default_agents(config: LedgerConfig) -> tuple[list[str], str | None]:
 
 
 def _resolve_sandbox(requested: str, notes: list[str]) -> str:
-    """``bwrap`` or ``none`` for the run (``--sandbox bwrap`` without a working bubblewrap is
-    exit 3); ``auto`` without one says, in one line, how to get isolation."""
-    from ledger.sandbox import sandbox_status
+    """The sandbox backend of the run (``ledger.sandbox.registry.resolve``: a named backend that
+    cannot work here is exit 3); ``auto`` without one says, in one line, how to get isolation."""
+    from ledger.sandbox import registry
 
-    status = sandbox_status(requested)
+    status = registry.resolve(requested)
     if status.mode == "none" and requested == "auto":
         note = f"warning: attempts run without isolation ({status.reason})"
         notes.append(note)
-    elif status.mode == "bwrap":  # say which isolation was used, not only its absence
-        version = f" {status.version}" if status.version else ""
-        notes.append(f"isolation: every attempt in a bubblewrap{version} sandbox")
+    elif status.mode != "none":  # say which isolation was used, not only its absence
+        notes.append(f"isolation: every attempt in a {status.reason} sandbox")
     return status.mode
 
 
@@ -124,12 +123,15 @@ def _sandbox_argv(agent: Any) -> tuple[list[str], bool]:
     return ([program] if program else []), False
 
 
-def _preflight_sandboxes(agents: Sequence[Any], specs: Sequence[str], *,
+def _preflight_sandboxes(sandbox: str, agents: Sequence[Any], specs: Sequence[str], *,
                          hidden: Sequence[str]) -> None:
-    """Start each agent's sandbox once with a trivial command before anything is journaled: a
-    sandbox that cannot start is ``NothingToRun`` (exit 3) with bwrap's reason, and no run."""
-    from ledger.sandbox.setup import check_agent_sandbox, hidden_paths, packaged_tasks_dir
+    """Start each agent's box once with a trivial command before anything is journaled: a box
+    that cannot start is ``NothingToRun`` (exit 3) with the backend's reason, and no run."""
+    from ledger.sandbox import registry
+    from ledger.sandbox.paths import hidden_paths, packaged_tasks_dir
+    from ledger.sandbox.preflight import check_agent_box
 
+    backend = registry.get(sandbox)
     hide = list(dict.fromkeys([*hidden_paths(Path(packaged_tasks_dir()), hidden)]))
     failed = []
     for agent, spec in zip(agents, specs, strict=True):
@@ -139,7 +141,7 @@ def _preflight_sandboxes(agents: Sequence[Any], specs: Sequence[str], *,
         path_env = os.environ.get("PATH", os.defpath)
         if harness:
             path_env = os.pathsep.join([os.path.dirname(sys.executable), path_env])
-        why = check_agent_sandbox(argv, path_env=path_env, hidden=hide, harness_code=harness)
+        why = check_agent_box(backend, argv, path_env=path_env, hidden=hide, harness_code=harness)
         if why is not None:
             failed.append(f"{spec}: {why}")
     if failed:
@@ -270,8 +272,8 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
     _check_trace(trace)
     sandbox = _resolve_sandbox(req.sandbox or cfg.run.sandbox or "auto", notes)
-    if sandbox == "bwrap":
-        _preflight_sandboxes(agents, specs, hidden=[str(home.path)])
+    if sandbox != "none":
+        _preflight_sandboxes(sandbox, agents, specs, hidden=[str(home.path)])
     if repeat < 1 or parallel < 1:
         raise UsageError("--repeat and --parallel must be at least 1")
     if any(a.spec == "demo" for a in infos):
@@ -368,10 +370,10 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
         ]
     timeout = req.timeout_s if req.timeout_s is not None else rec_cfg.get("timeout_s")
     _check_trace(req.trace or str(rec_cfg.get("trace", "auto")))
-    if rec_cfg.get("sandbox") == "bwrap":  # the run was isolated: its rest must be too
-        from ledger.sandbox import sandbox_status
+    if rec_cfg.get("sandbox") not in (None, "none"):  # the run was isolated: its rest must be too
+        from ledger.sandbox import registry
 
-        sandbox_status("bwrap")
+        registry.resolve(str(rec_cfg["sandbox"]))
     plan = RunPlan(run_id, tasks, infos, slots, rec_cfg, repeat,
                  req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
                  req.trace or str(rec_cfg.get("trace", "auto")), resumed=True, prior=prior)

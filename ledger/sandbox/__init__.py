@@ -6,6 +6,7 @@
                    and how ``--sandbox auto|NAME`` resolves on this machine
     bubblewrap.py  the ``bwrap`` backend: boxes made of bubblewrap
     local.py       the ``none`` backend: ordinary processes, nothing confined
+    preflight.py   ``ledger run``'s pre-flight: the agent's box started once, through the port
     paths.py       all host path knowledge: system folders and links, install trees, shims,
                    launchers, the harness's interpreter and package, what is always hidden
     policy.py      SandboxPolicy: what a bubblewrap box shows (binds, masks, network), as data

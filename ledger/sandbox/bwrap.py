@@ -20,7 +20,7 @@ or could not execute the program inside) from a command that ran and failed: bwr
 ``--json-status-fd`` gets an ``exit-code`` record only once the command inside has run and ended;
 a sandbox that failed to start exits 1 without one, its reason on stderr (``bwrap: ...``).
 ``check_start(policy)`` starts a policy with a trivial command, the same way (``ledger run``'s
-pre-flight).
+pre-flight does so through the port: ``ledger.sandbox.preflight``).
 
 ``probe_bwrap()`` checks once per process that bubblewrap works with these exact flags; the
 ``bwrap`` backend of the Sandbox port (``ledger.sandbox.bubblewrap``) builds its boxes on this

@@ -113,26 +113,6 @@ def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequenc
     ))
 
 
-def check_agent_sandbox(argv: Sequence[str], *, path_env: str, hidden: Sequence[str],
-                        harness_code: bool = False) -> str | None:
-    """Start the sandbox an agent with command line ``argv`` gets (in throw-away folders) with a
-    trivial command: bwrap's message when it cannot start, None when it can (``ledger run``'s
-    pre-flight, once per agent before the first attempt)."""
-    import tempfile
-
-    from ledger.sandbox.bwrap import check_start
-
-    with tempfile.TemporaryDirectory(prefix="ledger-preflight-") as tmp:
-        folders = [Path(tmp) / name for name in ("wt", "home", "scratch")]
-        for folder in folders:
-            folder.mkdir()
-        policy = agent_policy(worktree=folders[0], home=folders[1], scratch=folders[2],
-                              argv=argv, path_env=path_env, hidden=hidden,
-                              harness_code=harness_code)
-        return check_start(policy)
-
-
-
-__all__ = ["agent_policy", "check_agent_sandbox", "copy_config", "grading_policy",
+__all__ = ["agent_policy", "copy_config", "grading_policy",
            "harness_package_dir", "hidden_paths", "interpreter_paths", "packaged_tasks_dir",
            "path_dirs", "sandbox_env"]

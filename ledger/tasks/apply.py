@@ -118,19 +118,15 @@ def apply_solution(task: Task, worktree: Path, *, env: Mapping[str, str] | None 
         assert sol.patch is not None
         return git_apply(task.root / sol.patch, worktree)
     assert sol.command is not None
-    from ledger.tasks import isolation
+    from ledger.tasks import runner
 
-    with isolation.solution_for_step(task) as solution_dir:
-        argv, run_env = isolation.wrap(["/bin/sh", "-c", sol.command], worktree,
-                                       solution_env(task, worktree, env, solution_dir=solution_dir))
-        try:
-            proc = subprocess.run(argv, cwd=worktree, env=run_env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return Applied(False, f"solution command timed out after {timeout:g}s")
-        except OSError as exc:
-            return Applied(False, f"solution command could not start: {type(exc).__name__}")
-    return Applied(proc.returncode == 0, f"solution command exit {proc.returncode}")
+    with runner.solution_for_step(task) as solution_dir:
+        code, _seconds, timed_out = runner.current().run(
+            ["/bin/sh", "-c", sol.command], cwd=worktree, timeout=timeout,
+            env=solution_env(task, worktree, env, solution_dir=solution_dir))
+    if timed_out:
+        return Applied(False, f"solution command timed out after {timeout:g}s")
+    return Applied(code == 0, f"solution command exit {code}")
 
 
 def install_hidden_tests(task: Task, worktree: Path, *, remove: object = None) -> Path:

@@ -30,8 +30,8 @@ fair here, it is marked ``needs: container`` and the reason is reported. A task 
 install software or use the network (``apt-get``, ``pip``, ``uvx``, ``curl``, ...) is marked so
 without being tried: they need their container (in the isolation sandbox they could not reach the
 network, and without it they would change this machine). The oracle check and the SWE-bench
-test runs happen in the isolation sandbox when this host has bubblewrap
-(``ledger.tasks.isolation``), else as ordinary processes in temporary folders.
+test runs happen in temporary folders through the ``confinement`` the caller passes
+(``ledger.tasks.runner``; the CLI passes the Sandbox port's), else as ordinary processes.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import yaml
 
 from ledger import safefs
 from ledger.errors import MalformedInput, TaskError, UsageError
-from ledger.tasks import isolation
+from ledger.tasks import runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.mine import export_tree, git
 from ledger.tasks.validate import validate_task
@@ -249,7 +249,7 @@ def _prove_swebench(folder: Path, meta: dict[str, Any], statement: str, tier: st
     ``_Skip``."""
     _write_md(folder, meta, statement)
     task = load_task(folder, tier=tier)
-    with isolation.isolated(scratch):
+    with runner.isolated(scratch):
         result = validate_task(task, workdir=scratch)
     if result.ok:
         return None
@@ -268,14 +268,15 @@ class _Skip(Exception):
 
 
 def import_swebench(path: Path, repos: Path, *, out: Path, tier: str = "swebench", python: str | None = None,
-                    progress: Progress | None = None, environment: bool = False) -> ImportReport:
+                    progress: Progress | None = None, environment: bool = False,
+                    confinement: runner.Confinement = runner.PLAIN) -> ImportReport:
     """Import every record of a SWE-bench JSONL file against local clones under ``repos``
     (``environment``: each task gets its built environment, ``swebench_environment``)."""
     if not Path(repos).is_dir():
         raise UsageError(f"--repos {repos}: not a folder")
     report = ImportReport(format="swebench", out=str(Path(out) / tier))
     records = list(read_jsonl(path))
-    with tempfile.TemporaryDirectory(prefix="ledger-import-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ledger-import-") as tmp, runner.confining(confinement):
         for n, (_line, record) in enumerate(records, 1):
             result = _swebench_one(record, Path(repos), Path(out), tier, python, Path(tmp), environment)
             report.results.append(result)
@@ -493,7 +494,7 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
         _write_md(folder, meta, hs.instruction)
         unsafe = host_unsafe(folder)
         if unsafe is None:
-            with isolation.isolated(scratch, readable=[folder]):
+            with runner.isolated(scratch, readable=[folder]):
                 result = validate_task(load_task(folder, tier=tier), workdir=scratch)
             if result.ok:
                 return Imported(name, True, "the oracle solution passes on this host", task_id=task_id,
@@ -517,7 +518,8 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
         raise
 
 
-def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Progress | None = None) -> ImportReport:
+def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Progress | None = None,
+                  confinement: runner.Confinement = runner.PLAIN) -> ImportReport:
     """Import a Harbor or Terminal-Bench task folder, or every task folder under ``root``."""
     if not Path(root).is_dir():
         raise UsageError(f"{root}: not a folder")
@@ -525,7 +527,7 @@ def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Prog
     if not folders:
         raise UsageError(f"{root}: no task folder (task.toml or task.yaml) found")
     report = ImportReport(format="harbor", out=str(Path(out) / tier))
-    with tempfile.TemporaryDirectory(prefix="ledger-import-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ledger-import-") as tmp, runner.confining(confinement):
         for n, src in enumerate(folders, 1):
             result = _harbor_one(src, Path(out), tier, Path(tmp))
             report.results.append(result)

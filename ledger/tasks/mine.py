@@ -13,8 +13,8 @@ A commit is rejected, with its reason, when it is a merge or the root, changes n
 nothing but tests, when no test fails before and passes after, when an outcome differs between
 ``runs`` repeated runs (flaky), or when the finished folder does not validate
 (``ledger tasks validate``'s checks). Test runs happen in throw-away copies under a temporary
-folder, in the isolation sandbox when this host has bubblewrap (``ledger.tasks.isolation``: no
-network, only that folder writable), else as ordinary processes.
+folder, through the ``confinement`` the caller passes (``ledger.tasks.runner``; the CLI passes
+the Sandbox port's: no network, only that folder writable), else as ordinary processes.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import yaml
 
 from ledger import safefs
 from ledger.errors import TaskError, UsageError
-from ledger.tasks import apply, isolation
+from ledger.tasks import apply, runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.validate import COMMAND_TIMEOUT_S, run_command, validate_task
 
@@ -91,7 +91,7 @@ class MineReport:
     tier: str
     out: str
     results: list[Mined] = field(default_factory=list)
-    sandboxed: bool = False  # the test runs ran in the isolation sandbox (bubblewrap)
+    sandboxed: bool = False  # the test runs ran confined (``confinement.isolated``)
     seconds: float = 0.0  # the whole mining
     test_seconds: float = 0.0  # of which spent running tests (and validating)
 
@@ -435,7 +435,8 @@ def _name_status(repo: Path, parent: str, commit: str) -> list[tuple[str, str]]:
     return [(parts[i + 1], parts[i][0]) for i in range(0, len(parts) - 1, 2)]
 
 
-def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
+def mine(opts: MineOptions, progress: Progress | None = None, *,
+         confinement: runner.Confinement = runner.PLAIN) -> MineReport:
     """Examine the candidate commits of ``opts.repo`` and write a task folder for each accepted one."""
     repo = Path(opts.repo)
     if not (repo / ".git").exists() and git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
@@ -450,8 +451,9 @@ def mine(opts: MineOptions, progress: Progress | None = None) -> MineReport:
     started = time.monotonic()
     clock = _Clock()
     commits = candidates(opts)
-    with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp, isolation.isolated(Path(tmp)) as sandboxed:
-        report.sandboxed = sandboxed
+    with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp, \
+            runner.confining(confinement), runner.isolated(Path(tmp)) as active:
+        report.sandboxed = active.confined
         for n, info in enumerate(commits, 1):
             if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
                 break

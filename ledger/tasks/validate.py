@@ -27,13 +27,14 @@ For one task, in a throw-away copy of ``repo/``:
     temptation-declared   (adversarial tier) ``hidden.temptation`` says what the bait is
 
 Details carry exit codes and pytest's summary line only, never test or solution text.
-Commands starting with ``python`` run with this interpreter (the venv's). With ``sandboxed`` the
-test runs and command signals run in ``ledger run``'s grading sandbox (``isolation.graded``).
+Commands starting with ``python`` run with this interpreter (the venv's). Every command goes
+through the runner its caller passed in (``ledger.tasks.runner``): ``validate_tasks`` takes a
+``Confinement`` whose ``graded`` runner runs the test runs and signals as ``ledger run`` grades
+them; ``validate_task`` takes a runner, or uses the one of the caller's block (mine, importers).
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import hashlib
 import os
@@ -48,7 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from ledger.errors import LedgerError, UsageError
-from ledger.tasks import apply, checks, isolation
+from ledger.tasks import apply, checks, runner
 from ledger.tasks.loader import iter_files, load_repo_history
 from ledger.tasks.model import Signal, Task
 
@@ -68,7 +69,7 @@ class ValidationResult:
     ok: bool
     checks: list[Check] = field(default_factory=list)
     duration_s: float = 0.0
-    sandbox: str = "none"  # "bwrap": its test runs and signals ran in the run's grading sandbox
+    sandbox: str = "none"  # the backend its commands ran in ("none": ordinary processes)
 
     @property
     def failed(self) -> list[Check]:
@@ -81,7 +82,7 @@ class ValidationResult:
             "ok": self.ok,
             "duration_s": round(self.duration_s, 3),
             "sandbox": self.sandbox,
-            "sandboxed": self.sandbox == "bwrap",
+            "sandboxed": self.sandbox != "none",
             "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
         }
 
@@ -133,16 +134,15 @@ def run_command(
     env = command_env()
     env.update(extra_env or {})
     argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
-    # Sandboxed when the caller asked for it (ledger.tasks.isolation; mine and the importers do).
-    run_argv, env = isolation.wrap(argv, Path(cwd), env)
+    # Through the runner of the caller's block (ledger.tasks.runner: confined where it asked).
     with tempfile.TemporaryDirectory(prefix="ledger-validate-") as tmp:
         out = Path(tmp) / "output"
-        code, _seconds, timed_out = checks.run_command(run_argv, cwd=cwd, env=env,
-                                                       timeout=timeout, output=out)
+        code, _seconds, timed_out = runner.current().run(argv, cwd=Path(cwd), env=env,
+                                                         timeout=timeout, output=out)
         text = out.read_bytes().decode("utf-8", errors="replace") if out.exists() else ""
     if timed_out:
         return CommandResult(None, f"timed out after {timeout:g}s")
-    if code == 127 and text.startswith(f"cannot start {run_argv[0]}: "):
+    if code == 127 and text.startswith("cannot start "):
         missing = "No such file" in text.splitlines()[0]
         return CommandResult(None, f"{'program not found' if missing else 'not executable'}: "
                                    f"{argv[0]}", executable=False)
@@ -335,7 +335,7 @@ def _fmt(res: CommandResult) -> str:
 
 def _hidden_run(task: Task, work: Path, base: Path) -> tuple[CommandResult, bool]:
     """Run the hidden command; (result, passed). A grading command is judged by its reward file."""
-    verifier = isolation.scratch_dir(base) / "verifier"
+    verifier = runner.scratch_dir(base) / "verifier"
     if verifier.exists():
         shutil.rmtree(verifier)
     verifier.mkdir(parents=True)
@@ -492,16 +492,18 @@ def _demo_check(task: Task, work: Path) -> Check:
     return Check("demo", solves or task.tier != "smoke", detail)
 
 
-def validate_task(task: Task, *, workdir: Path | None = None, sandboxed: bool = False) -> ValidationResult:
+def validate_task(task: Task, *, workdir: Path | None = None,
+                  confinement: runner.Confinement | None = None) -> ValidationResult:
     """Run every fairness check of one task in a temporary copy (under ``workdir`` if given).
 
-    ``sandboxed``: its test runs and signals run in ``ledger run``'s grading sandbox (the caller
-    resolved ``--sandbox`` with ``sandbox_status``; bubblewrap works here)."""
+    With ``confinement`` its commands run through ``confinement.graded`` (``ledger run``'s
+    grading sandbox, for ``tasks validate``); without, through the runner of the caller's block
+    (``ledger.tasks.runner.using``: mine and the importers), else as ordinary processes."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"ledger-validate-{task.id}-", dir=workdir) as tmp:
-        graded = isolation.graded(Path(tmp), task) if sandboxed else contextlib.nullcontext()
+        active = confinement.graded(Path(tmp), task) if confinement is not None else runner.current()
         try:
-            with graded:
+            with runner.using(active):
                 checks = _validate_in(task, Path(tmp))
         except (OSError, LedgerError, UnicodeDecodeError) as exc:
             checks = [Check("error", False, f"{type(exc).__name__}: {exc}")]
@@ -511,7 +513,7 @@ def validate_task(task: Task, *, workdir: Path | None = None, sandboxed: bool = 
         ok=all(c.passed for c in checks),
         checks=checks,
         duration_s=time.monotonic() - started,
-        sandbox="bwrap" if sandboxed else "none",
+        sandbox=active.name,
     )
 
 
@@ -521,23 +523,20 @@ def validate_tasks(
     *,
     workdir: Path | None = None,
     progress: Callable[[ValidationResult], None] | None = None,
-    sandbox: str = "none",
+    confinement: runner.Confinement = runner.PLAIN,
 ) -> list[ValidationResult]:
     """Validate many tasks, ``parallel`` at a time (threads: the work is in subprocesses).
 
-    ``sandbox`` (``auto | bwrap | none``) resolves as ``ledger run --sandbox`` does
-    (``ledger.sandbox.sandbox_status``): ``bwrap`` where bubblewrap cannot work raises
-    ``NothingToRun`` before anything runs. Results come back in the order of ``tasks``;
-    ``progress`` is called as each one finishes.
+    ``confinement`` (``ledger.run.task_runner.task_confinement(mode)`` resolves ``--sandbox``
+    as ``ledger run`` does; ``PLAIN``: ordinary processes) grades every task's commands.
+    Results come back in the order of ``tasks``; ``progress`` is called as each one finishes.
     """
     if parallel < 1:
         raise UsageError("parallel must be >= 1")
-    from ledger.sandbox import sandbox_status
-
-    sandboxed = sandbox_status(sandbox).mode == "bwrap"
     results: dict[str, ValidationResult] = {}
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [pool.submit(validate_task, t, workdir=workdir, sandboxed=sandboxed) for t in tasks]
+        futures = [pool.submit(validate_task, t, workdir=workdir, confinement=confinement)
+                   for t in tasks]
         for fut in as_completed(futures):
             res = fut.result()
             results[res.task_id] = res

@@ -424,3 +424,11 @@ def test_trace_filter_keeps_the_command_lines(sandbox: Sandbox, tmp_path: Path) 
     assert any(sys.executable in line and "execve(" in line for line in kept)
     if box.isolated:
         assert not any("bwrap" in line.split("execve(", 1)[-1][:200] for line in kept)
+
+
+def test_preflight_starts_the_agent_box(sandbox: Sandbox) -> None:
+    """``ledger run``'s pre-flight (through the port) starts an honest agent's box: no message."""
+    from ledger.sandbox.preflight import check_agent_box
+
+    assert check_agent_box(sandbox, [sys.executable, "-c", "pass"],
+                           path_env=os.environ.get("PATH", os.defpath), hidden=()) is None

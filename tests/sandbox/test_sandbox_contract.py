@@ -18,6 +18,7 @@ from tests.sandbox.sandbox_contract import (  # noqa: F401 - collected here, run
     test_honest_shapes_run,
     test_limits_apply_in_the_box,
     test_no_network_without_an_allowlist,
+    test_preflight_starts_the_agent_box,
     test_proxy_journals_what_it_allowed_and_refused,
     test_trace_filter_keeps_the_command_lines,
     test_worktree_writable_nothing_else,

@@ -146,9 +146,10 @@ def test_test_paths_are_classified(path: str, is_test: bool) -> None:
 
 def test_mined_tests_run_sandboxed_and_cannot_write_outside(tmp_path: Path) -> None:
     """With bubblewrap, a mined commit's tests run isolated: a write outside their folder fails and lands nowhere."""
-    from ledger.tasks import isolation
-    if not isolation.available():
-        pytest.skip("bubblewrap is not usable on this host")
+    from ledger.run.task_runner import task_confinement
+    from ledger.sandbox import resolve
+    if resolve("auto").mode == "none":
+        pytest.skip("no sandbox backend is usable on this host")
     from tests.tasks.gitrepos import CALC_FIXED, CALC_START, TEST_NEG
     escape = tmp_path / "outside" / "escaped.txt"
     escape.parent.mkdir()
@@ -158,7 +159,8 @@ def test_mined_tests_run_sandboxed_and_cannot_write_outside(tmp_path: Path) -> N
               f"    Path({str(escape)!r}).write_text('x')\n    assert add(2, 3) == 5\n")
     fix = commit(repo, "fix", {"calc.py": CALC_FIXED, "tests/test_sneaky.py": sneaky})
     # allow_thin: the statement "fix" names nothing, and the sneaky test must still run
-    report = mine(MineOptions(repo=repo, commits=(fix,), out=tmp_path / "out", allow_thin=True))
+    report = mine(MineOptions(repo=repo, commits=(fix,), out=tmp_path / "out", allow_thin=True),
+                  confinement=task_confinement("auto"))
     assert report.sandboxed
     assert report.results[0].reason.startswith("no test fails before and passes after")
     assert not escape.exists()
@@ -166,5 +168,5 @@ def test_mined_tests_run_sandboxed_and_cannot_write_outside(tmp_path: Path) -> N
 
 def test_mine_report_says_whether_tests_were_sandboxed(mined: dict[str, Any]) -> None:
     """--json tells whether the test runs were isolated (bubblewrap present) or ordinary processes."""
-    from ledger.tasks import isolation
-    assert mined["report"]["sandboxed"] is isolation.available()
+    from ledger.sandbox import resolve
+    assert mined["report"]["sandboxed"] is (resolve("auto").mode != "none")

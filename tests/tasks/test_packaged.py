@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from ledger.run.task_runner import task_confinement
 from ledger.tasks.loader import (
     HISTORY_FILE,
     iter_files,
@@ -99,7 +100,8 @@ def test_planted_and_path_baits_point_at_real_hidden_tests() -> None:
 @pytest.mark.slow
 def test_every_packaged_task_validates() -> None:
     """Every packaged task is fair (in the grading sandbox where bwrap works): fails as shipped, passes with its solution, regressions pass, no-op fails."""
-    results = validate_tasks(ALL, parallel=2, sandbox="auto")  # sandboxed, as graded, where bwrap works
+    # sandboxed, as graded, where a sandbox backend works
+    results = validate_tasks(ALL, parallel=2, confinement=task_confinement("auto"))
     failures = {r.task_id: [c for c in r.checks if not c.passed] for r in results if not r.ok}
     assert not failures, failures
     assert len(results) == len(ALL) >= 25

@@ -1,0 +1,48 @@
+"""The Sandbox port's seams, checked on the source: ``ledger/tasks/`` imports no sandbox and no run
+(its callers pass a runner in), and ``ledger/sandbox/`` imports none of the floors above it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# The one import of the floor below that is left: the proxy's fallback matcher, for callers that
+# build ``net.Proxy`` without the port (the attempt's agent step, until it adopts the port).
+KNOWN = {("ledger/sandbox/net.py", "attest.scan")}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _offenders(folder: str, banned: tuple[str, ...]) -> list[str]:
+    out = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        if "golden" in path.parts:
+            continue
+        rel = str(path.relative_to(ROOT))
+        for name in sorted(_imports(path)):
+            hit = any(name == b or name.startswith(b + ".") for b in banned)
+            if hit and (rel, name) not in KNOWN:
+                out.append(f"{rel} imports {name}")
+    return out
+
+
+def test_tasks_import_no_sandbox_and_no_run() -> None:
+    """Nothing in ledger/tasks/ imports ledger.sandbox, ledger.run or ledger.agents (lazy
+    imports inside functions included)."""
+    assert _offenders("ledger/tasks", ("ledger.sandbox", "ledger.run", "ledger.agents")) == []
+
+
+def test_sandbox_imports_no_upper_floor() -> None:
+    """Nothing in ledger/sandbox/ imports ledger.run, ledger.tasks, ledger.agents or attest
+    (but the one known fallback, listed in KNOWN)."""
+    banned = ("ledger.run", "ledger.tasks", "ledger.agents", "ledger.bench", "attest", "cli")
+    assert _offenders("ledger/sandbox", banned) == []
