@@ -25,10 +25,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger.sandbox import setup
 from ledger.sandbox.bwrap import INSTALL_HINT, StartStatus, bwrap_command, probe_bwrap
 from ledger.sandbox.policy import SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
-from ledger.sandbox.setup import agent_policy, grading_policy, sandbox_env
+from ledger.sandbox.setup import sandbox_env
 from ledger.sandbox.tracelog import agent_lines
 
 
@@ -187,7 +188,7 @@ class BwrapSandbox:
             sockets = [str(sock)]
             extra.append(net.FORWARDER)  # the forwarder script, and nothing else of the harness
         try:
-            policy = agent_policy(
+            policy = setup.agent_policy(
                 worktree=request.worktree, home=request.home, scratch=request.scratch,
                 argv=request.argv, path_env=request.path_env, hidden=request.hidden,
                 harness_code=request.harness_code, extra_readable=extra,
@@ -201,7 +202,7 @@ class BwrapSandbox:
                         proxy=proxy, forward=forward)
 
     def grading_box(self, request: GradingRequest) -> BwrapBox:
-        policy = grading_policy(
+        policy = setup.grading_policy(
             worktree=request.worktree, home=request.home, scratch=request.scratch,
             hidden=request.hidden, path_env=request.path_env, programs=request.programs,
             readable=request.readable, cwd=request.cwd)
