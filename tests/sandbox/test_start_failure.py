@@ -219,9 +219,9 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
     import inspect
 
     import ledger.run.attempt.expected as expected
-    import ledger.sandbox.bubblewrap as backend  # the bwrap backend's grading boxes
+    from ledger.sandbox import setup  # the bwrap backend's grading boxes are built there
 
-    real = backend.grading_policy
+    real = setup.grading_policy
     monkeypatch.setattr(expected, "_EXPECTED", {})  # collect afresh, whatever ran before
 
     def bad(**kwargs: Any) -> SandboxPolicy:
@@ -231,7 +231,7 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
             return policy
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
 
-    monkeypatch.setattr(backend, "grading_policy", bad)
+    monkeypatch.setattr(setup, "grading_policy", bad)
     result, home = _inline_run(tmp_path, monkeypatch)
     summary = json.loads(result.stdout)
     [row] = summary["attempts"]
