@@ -4,12 +4,12 @@ write, and which endpoints it may reach. Pure; ``attest.scan`` re-exports it.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from attest import digests as dg
+from ledger.endpoints import host_allowed
 from ledger.errors import MalformedInput, UsageError
 
 DEFAULT_READ_ALLOWLIST = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
@@ -144,32 +144,6 @@ class ScanPolicy:
             return True
         if self.allow_dns and port == 53:
             return True
-        h = host.strip().strip("[]").lower()
-        for entry in self.network_allowlist:
-            ehost, eport = _split_endpoint(entry)
-            if eport is not None and eport != port:
-                continue
-            if ehost.startswith("*."):
-                if h.endswith(ehost[1:]) and len(h) > len(ehost) - 1:
-                    return True
-            elif "/" in ehost:
-                try:
-                    if ipaddress.ip_address(h) in ipaddress.ip_network(ehost, strict=False):
-                        return True
-                except ValueError:
-                    continue
-            elif ehost == h:
-                return True
-        return False
+        return host_allowed(self.network_allowlist, host, port)
 
 
-def _split_endpoint(entry: str) -> tuple[str, int | None]:
-    e = entry.strip().lower()
-    if e.startswith("["):
-        host, _, rest = e[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else ""
-        return host, int(port) if port.isdigit() else None
-    if e.count(":") == 1:
-        host, port = e.split(":")
-        return host, int(port) if port.isdigit() else None
-    return e, None

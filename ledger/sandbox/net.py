@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.endpoints import host_allowed
+
 HEAD_LIMIT = 64 * 1024
 CONNECT_TIMEOUT_S = 10.0
 _CHUNK = 65536
@@ -81,16 +83,13 @@ class Proxy:
     def __init__(self, socket_path: Path, allowlist: Sequence[str],
                  allowed: Callable[[str, int], bool] | None = None) -> None:
         """``allowed(host, port)`` decides each request (the caller's matcher over
-        ``allowlist``: ``attest.scan.ScanPolicy.endpoint_allowed``); without one, the same
-        matcher is built here (the attempt of ``ledger.run`` before the Sandbox port)."""
+        ``allowlist``); without one, ``ledger.endpoints.host_allowed`` over ``allowlist``, the
+        matcher the scan's ``ScanPolicy.endpoint_allowed`` uses too."""
         if allowed is None:
-            from attest.scan import ScanPolicy
-
-            policy = ScanPolicy(worktree="/nonexistent", network_allowlist=tuple(allowlist),
-                                allow_dns=False)
+            entries = tuple(allowlist)
 
             def allowed(host: str, port: int) -> bool:
-                return policy.endpoint_allowed(host, port, "inet")
+                return host_allowed(entries, host, port)
 
         self.path = Path(socket_path)
         self.allowlist = tuple(allowlist)
