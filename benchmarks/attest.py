@@ -45,7 +45,6 @@ from attest.attestation import (  # noqa: E402
     verify_attestation,
 )
 from attest.commitment import Commitment  # noqa: E402
-from ledger.tasks.material import commitment_for_task  # noqa: E402
 from attest.redact import Redactor  # noqa: E402
 from attest.scan import ScanPolicy, scan_attempt  # noqa: E402
 from ledger.journal import merkle  # noqa: E402
@@ -53,6 +52,7 @@ from ledger.journal.codec import Entry, canonical_bytes, encode_entry  # noqa: E
 from ledger.journal.keys import KeyRing  # noqa: E402
 from ledger.journal.note import Checkpoint, Signer, sign_checkpoint  # noqa: E402
 from ledger.tasks.loader import load_tier  # noqa: E402
+from ledger.tasks.material import commitment_for_task  # noqa: E402
 
 TASK_ID = "ini-interpolation"
 WORKTREE = "/tmp/ledger-attempt-bench/wt"

@@ -125,7 +125,7 @@ def traced_smoke(canaries: bool = True, grading_trace: bool = True) -> dict[str,
     """The five smoke tasks, demo agent, strace: volume and harness time per attempt
     (``canaries=False``: the attempts get none; ``grading_trace=False``: their grading commands
     run without the grading capture; both off: the grading-time baseline)."""
-    from ledger.run import trace
+    from ledger.agents import trace
 
     ok, reason = trace.strace_status()
     if not ok:

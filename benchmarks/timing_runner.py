@@ -74,9 +74,9 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
 
 # Harness steps timed inside the worker (wall and CPU seconds): where the harness time goes.
 PHASES = {
-    "ledger.run.process": ("_wait_tracer", "kill_attempt_processes", "_tracers"),
+    "ledger.agents.process": ("_wait_tracer", "kill_attempt_processes", "_tracers"),
     # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
-    "ledger.run.trace": ("TraceFollower.finish",),
+    "ledger.agents.trace": ("TraceFollower.finish",),
     # the attempt's steps, patched where the pipeline calls them
     "ledger.run.attempt.pipeline": ("load_plan_task", "commit_ground_truth", "create_workspace"),
     "ledger.run.attempt.collect": ("take_diff",),

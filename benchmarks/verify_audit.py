@@ -33,12 +33,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attest.attestation import COMMITMENT_KEY_LABEL  # noqa: E402
-from ledger.tasks.material import commitment_for_task  # noqa: E402
 from evaluators.views import recorded_view_data  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
 from ledger.journal.keys import init_keys  # noqa: E402
 from ledger.run.scope import Attestor  # noqa: E402
 from ledger.tasks.loader import load_tasks  # noqa: E402
+from ledger.tasks.material import commitment_for_task  # noqa: E402
 
 TARGET_RATIO = 2.0
 RUN = "r-20261201T000000Z-bench1"

@@ -222,7 +222,7 @@ def _task_input(ctx: Ctx, a: BenchArgs, out_dir: Path) -> Any:
 
 
 def _show_costs(ledger_dir: Path, pricing_file: str | None, as_json: bool) -> int:
-    from ledger.run.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
+    from ledger.agents.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
 
     table, user_file = resolve_pricing(ledger_dir, Path(pricing_file) if pricing_file else None)
     rows = pricing_rows(table)

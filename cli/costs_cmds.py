@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from cli.main import Ctx, emit_json, json_option, pass_ctx
-from ledger.run.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
+from ledger.agents.costs import PRICES_AS_OF, pricing_rows, resolve_pricing
 
 
 @click.command()

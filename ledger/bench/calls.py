@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.responses import code_files, extract_answer, render_files
+from ledger.agents.contracts import AttemptContext, Usage
 from ledger.bench.confine import Confinement, agent_box, confinement
 from ledger.errors import LedgerError
-from ledger.run.contracts import AttemptContext, Usage
 from ledger.session import attempt_id
 
 TEXT_LIMIT = 200_000  # characters of an answer kept in the journal (head + tail)
@@ -119,8 +119,8 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
                confine: Confinement | None = None, kind: str = "cli") -> CallResult:
     """Run one agent once on ``prompt`` in an empty private folder, in its box of ``confine``
     (``ledger.bench.confine``; resolved here when not given); never raises for the agent."""
-    from ledger.run.costs import estimate_cost
-    from ledger.run.process import redact_secrets, run_agent_process
+    from ledger.agents.costs import estimate_cost
+    from ledger.agents.process import redact_secrets, run_agent_process
 
     confine = confine or confinement()
     digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()

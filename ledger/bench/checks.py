@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ledger.agents.process import bound_text
 from ledger.bench.confine import Confinement, confinement
-from ledger.run.process import bound_text
 from ledger.sandbox import paths
 from ledger.sandbox.port import GradingRequest
 from ledger.tasks.checks import run_command

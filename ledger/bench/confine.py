@@ -54,7 +54,7 @@ def confinement(hidden: Sequence[str] = (), requested: str = "auto") -> Confinem
 
 def _endpoints(agent: Any) -> list[dict[str, Any]]:
     """The model API endpoints the agent declares, as ``{host, port}`` records."""
-    from ledger.run.agents.presets import parse_endpoint
+    from ledger.agents.presets import parse_endpoint
 
     declared = getattr(agent, "endpoints", None)
     out = []

@@ -38,7 +38,7 @@ def resolve_contestants(specs: Sequence[str], home: LedgerHome) -> tuple[list[Co
 
     Raises NothingToRun when no agent can run at all (exit code 2 for ``ledger bench``).
     """
-    from ledger.run.agents import detect_cli_agents, resolve_agent
+    from ledger.agents import detect_cli_agents, resolve_agent
 
     table = _config_table(home)
     wanted: list[str] = []
@@ -72,7 +72,7 @@ def resolve_contestants(specs: Sequence[str], home: LedgerHome) -> tuple[list[Co
 def resolve_judges(specs: Sequence[str], contestants: Sequence[Contestant], home: LedgerHome
                    ) -> tuple[list[Contestant], bool, str]:
     """The judge panel, whether it is the offline fallback, and why it was chosen."""
-    from ledger.run.agents import detect_cli_agents, resolve_agent
+    from ledger.agents import detect_cli_agents, resolve_agent
 
     table = _config_table(home)
     wanted: list[str] = []

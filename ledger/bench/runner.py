@@ -67,7 +67,7 @@ def run_bench(home: LedgerHome, task: BenchTask, opts: BenchOptions, *,
     for reason in skipped:
         say(f"warning: skipping {reason}")
     judges, fallback, why = resolve_judges(opts.judges, contestants, home)
-    from ledger.run.costs import resolve_pricing
+    from ledger.agents.costs import resolve_pricing
 
     pricing, _file = resolve_pricing(home.path, opts.pricing_file)
     confine = _confinement(home, opts)

@@ -120,8 +120,8 @@ class LedgerConfig:
         table keeps its other settings; a named command agent is left alone)."""
         from dataclasses import replace
 
-        from ledger.run.agents import preset_settings
-        from ledger.run.agents.presets import PRESETS
+        from ledger.agents import preset_settings
+        from ledger.agents.presets import PRESETS
 
         agents = dict(self.agents)
         for name in PRESETS:
@@ -205,8 +205,8 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
         raise MalformedInput(f"{at} must be a table")
     if not name or ":" in name or any(c.isspace() for c in name):
         raise MalformedInput(f"{at}: an agent name has no spaces or ':'")
+    from ledger.agents import preset_settings
     from ledger.errors import UsageError
-    from ledger.run.agents import preset_settings
 
     config = raw.get("config", [])
     if not isinstance(config, list) or not all(
@@ -215,7 +215,7 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     raw = {k: v for k, v in raw.items() if k != "config"}
     kind = raw.get("kind", "cmd")
     if kind == "http":
-        from ledger.run.agents.http import http_agent_from_table
+        from ledger.agents.http import http_agent_from_table
 
         try:
             http_agent_from_table(name, raw, where)
@@ -253,8 +253,8 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
     version = raw.get("version")
     if version is not None and not isinstance(version, str):
         raise MalformedInput(f"{at}: version must be a string")
+    from ledger.agents.presets import check_endpoints
     from ledger.errors import UsageError
-    from ledger.run.agents.presets import check_endpoints
 
     try:
         endpoints = check_endpoints(raw.get("endpoints", []), at)

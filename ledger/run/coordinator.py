@@ -103,7 +103,7 @@ class NullProgress:
 
 
 def _pricing(home: LedgerHome) -> Any:
-    from ledger.run.costs import resolve_pricing
+    from ledger.agents.costs import resolve_pricing
 
     return resolve_pricing(home.path)[0]
 

@@ -81,7 +81,7 @@ class Slot:
 
 
 def resolve_agents(specs: Sequence[str], config: LedgerConfig) -> list[Any]:
-    from ledger.run.agents import resolve_agent
+    from ledger.agents import resolve_agent
 
     return [resolve_agent(spec, config=config.agent_table()) for spec in specs]
 
@@ -91,7 +91,7 @@ def default_agents(config: LedgerConfig) -> tuple[list[str], str | None]:
     the demo agent (with a note saying so)."""
     if config.run.agents:
         return list(config.run.agents), None
-    from ledger.run.agents import default_agent_spec
+    from ledger.agents import default_agent_spec
 
     spec, note = default_agent_spec()
     return [spec], note
@@ -161,7 +161,7 @@ def _demo_note(tasks: Sequence[Task], notes: list[str]) -> None:
 
 def _check_trace(mode: str) -> None:
     """``--trace strace`` where strace cannot run is an error before anything runs."""
-    from ledger.run.process import resolve_trace
+    from ledger.agents.process import resolve_trace
 
     resolve_trace(mode)
 

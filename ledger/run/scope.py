@@ -59,7 +59,7 @@ def endpoint_allowlist(endpoints: Any) -> tuple[str, ...]:
     names by host) and each address it resolved to, as an exact IP at that port. Malformed
     records allow nothing (a CIDR block, ``0.0.0.0`` or a non-integer port never widens the
     scope)."""
-    from ledger.run.agents.presets import endpoint_host_ok
+    from ledger.agents.presets import endpoint_host_ok
 
     out: list[str] = []
     for rec in endpoints if isinstance(endpoints, list) else ():

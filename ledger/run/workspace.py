@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger import safefs
+from ledger.agents.process import bound_text
 from ledger.errors import TaskError
 from ledger.run.background import Background
-from ledger.run.process import bound_text
 from ledger.tasks.model import Task
 
 BASE_MESSAGE = "starting state"

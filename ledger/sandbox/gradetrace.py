@@ -7,7 +7,7 @@
 
 Each grading command (the hidden suite with its canaries, every completion signal and signal
 canary, the regression suite) runs as ``strace <the agent's flags> -o LOG -E LEDGER_TRACE_MARK=..
--- bwrap ... -- COMMAND`` (``ledger.run.trace.strace_command``, detached with ``-DD``: ``DETACH``):
+-- bwrap ... -- COMMAND`` (``ledger.agents.trace.strace_command``, detached with ``-DD``: ``DETACH``):
 the tracer is outside the grading sandbox, in the harness's PID namespace. Its log is read with the agent's parser
 (``iter_syscalls``), bwrap's own set-up cut off (``ledger.sandbox.tracelog.agent_lines``), into
 the facts of ``grading.trace`` (journaled once per attempt, judged by ``attest.grading_scan``):
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.run import trace as tr
+from ledger.agents import trace as tr
 from ledger.sandbox.tracelog import agent_lines
 
 MARK_ENV = "LEDGER_TRACE_MARK"
@@ -398,7 +398,7 @@ def wait_tracers(logs: Sequence[Path], timeout: float = TRACER_WAIT_S) -> set[Pa
 def grading_scope(*, tree: Path, hidden_dir: str, private: Sequence[Path],
                   secret: Sequence[str]) -> Scope:
     """The ``Scope`` of a grading tree: the system and interpreter folders from the agent's
-    capture (``ledger.run.trace``), the reporter's folder among the private ones."""
+    capture (``ledger.agents.trace``), the reporter's folder among the private ones."""
     from ledger.sandbox.outcomes import PLUGIN_DIR
 
     real = os.path.realpath(tree)

@@ -3,7 +3,7 @@
 Run level (``ledger run --agent http:MODEL@URL`` on the packaged smoke task ``add-clamp``): the
 task is solved, tokens equal the script, every turn is journaled and rebuilds the exact request
 bytes, the key never reaches the journal, verify and replay pass. Loop level (the agent program
-``ledger.run.agents.http_loop`` run directly): retries, limits, truncation, auth, proxies.
+``ledger.agents.http_loop`` run directly): retries, limits, truncation, auth, proxies.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
+from ledger.agents import resolve_agent
+from ledger.agents.http import HttpAgent, url_endpoint
+from ledger.agents.trace import strace_status
 from ledger.errors import MalformedInput, UsageError
 from ledger.journal.journal import Journal
-from ledger.run.agents import resolve_agent
-from ledger.run.agents.http import HttpAgent, url_endpoint
 from ledger.run.config import parse_config
-from ledger.run.trace import strace_status
 from tests.agents.scripted_model import Turn, drop, fail, say, script_totals, tool_call
 from tests.doc_tables import documented_fields
 
@@ -267,7 +267,7 @@ def run_loop(tmp_path: Path, base_url: str, *extra: str, env: dict[str, str] | N
     full_env.update(env or {})
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "ledger.run.agents.http_loop", "--model", "m",
+        [sys.executable, "-P", "-m", "ledger.agents.http_loop", "--model", "m",
          "--base-url", base_url, "--prompt-file", str(prompt), "--api-key-env", KEY_ENV, *extra],
         cwd=work, env=full_env, capture_output=True, text=True, timeout=timeout)
     took = time.monotonic() - start
@@ -394,7 +394,7 @@ def test_cost_budget_stops_the_loop(tmp_path: Path, scripted_model: Any) -> None
 
 def test_invocation_carries_the_task_budgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The adapter passes the time, token and cost budgets to the loop, and never the key."""
-    from ledger.run.contracts import AttemptContext
+    from ledger.agents.contracts import AttemptContext
 
     monkeypatch.setenv(KEY_ENV, KEY)
     cfg = parse_config(f'[agents.q]\nkind = "http"\nmodel = "gpt-4o-mini"\n'

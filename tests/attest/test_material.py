@@ -8,11 +8,11 @@ import pytest
 
 from attest import digests as dg
 from attest.commitment import Commitment
-from ledger.tasks.material import commitment_for_task, ground_truth_material, public_material
 from attest.redact import Redactor
 from ledger.errors import UsageError
 from ledger.journal.codec import encode_entry
 from ledger.tasks.loader import available_tiers, load_repo_history, load_tier
+from ledger.tasks.material import commitment_for_task, ground_truth_material, public_material
 from ledger.tasks.model import Task
 
 KEY = bytes(range(100, 132))

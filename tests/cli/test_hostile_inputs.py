@@ -173,7 +173,7 @@ def test_deep_pyproject_written_by_the_agent_is_unparsable_not_a_crash(tmp_path:
 
 def test_deep_json_line_from_an_agent_is_no_event_and_no_crash() -> None:
     """A transcript line nested 200,000 levels deep is not an event (the parser survives)."""
-    from ledger.run.agents.parsers import BuiltinParser
+    from ledger.agents.parsers import BuiltinParser
 
     parser = BuiltinParser()
     assert parser.feed_line("[" + _deep_json() + "]") == []
@@ -184,9 +184,9 @@ def test_deep_json_line_from_an_agent_is_no_event_and_no_crash() -> None:
 def test_deep_tool_input_from_an_agent_is_recorded_as_text() -> None:
     """A model's tool call whose input nests 500 levels (the codec refuses 64) is kept as its JSON
     text, so the event can be journaled instead of failing the run at append time."""
+    from ledger.agents.parsers import BuiltinParser
+    from ledger.agents.process import sanitize_event
     from ledger.journal.codec import canonical_bytes
-    from ledger.run.agents.parsers import BuiltinParser
-    from ledger.run.process import sanitize_event
 
     deep = "[" * 500 + "]" * 500
     (event,) = BuiltinParser().feed_line('{"type": "tool.call", "tool": "bash", "input": ' + deep + "}")

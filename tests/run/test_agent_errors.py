@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.run.agent_errors import ReachWatch, classify, line_sign
-from ledger.run.contracts import AttemptContext, Invocation, ProcessOutcome, Usage
-from ledger.run.process import run_agent_process
+from ledger.agents.contracts import AttemptContext, Invocation, ProcessOutcome, Usage
+from ledger.agents.errors import ReachWatch, classify, line_sign
+from ledger.agents.process import run_agent_process
 
 
 def outcome(*, exit_code: int | None = 1, timed_out: bool = False, stdout: str = "",

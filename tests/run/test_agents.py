@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import MalformedInput, NotFound, UsageError
-from ledger.run.agents import (
+from ledger.agents import (
     BuiltinAgent,
     CliAgent,
     CmdAgent,
@@ -19,16 +18,17 @@ from ledger.run.agents import (
     detect_cli_agents,
     resolve_agent,
 )
-from ledger.run.agents.parsers import (
+from ledger.agents.contracts import AttemptContext, Usage
+from ledger.agents.costs import estimate_cost, find_price, load_pricing
+from ledger.agents.parsers import (
     AiderParser,
     ClaudeParser,
     CodexParser,
     GeminiParser,
     aider_count,
 )
-from ledger.run.contracts import AttemptContext, Usage
-from ledger.run.costs import estimate_cost, find_price, load_pricing
-from ledger.run.process import run_agent_process
+from ledger.agents.process import run_agent_process
+from ledger.errors import MalformedInput, NotFound, UsageError
 
 FAKES = Path(__file__).parent / "fakes"
 PRESETS = ["claude", "codex", "gemini", "cursor-agent", "aider"]

@@ -29,15 +29,15 @@ from attest.attestation import (
     signature_keyid,
     signed_bytes,
 )
-from ledger.tasks.material import public_material
 from attest.redact import Redactor
 from attest.scan import scan_attempt
 from cli.main import cli
+from ledger.agents.trace import strace_status
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
 from ledger.run.scope import Attestor, scan_policy
-from ledger.run.trace import strace_status
 from ledger.tasks.loader import available_tiers, load_tasks
+from ledger.tasks.material import public_material
 from ledger.tasks.model import Task
 from tests.local_http import CountingServer
 from tests.run.minitasks import make_ledger

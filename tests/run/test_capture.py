@@ -25,9 +25,9 @@ from attest.attestation import (
 from attest.commitment import build_commitment
 from attest.redact import MarkerScanner, Redactor
 from attest.scan import ScanPolicy, scan_attempt
+from ledger.agents.trace import FOLDED_FILES, FOLDERS, WORKTREE_ENTRIES, TraceOptions, iter_events
 from ledger.errors import VerificationError
 from ledger.journal.note import Signer
-from ledger.run.trace import FOLDED_FILES, FOLDERS, WORKTREE_ENTRIES, TraceOptions, iter_events
 from tests.attest.conftest import (
     ATTEMPT,
     DISTINCTIVE,

@@ -22,18 +22,18 @@ from click.testing import CliRunner
 
 from attest.scan import ScanPolicy
 from cli.main import cli
+from ledger.agents import presets as P
+from ledger.agents import resolve_agent
+from ledger.agents.trace import strace_status
 from ledger.errors import MalformedInput, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
-from ledger.run.agents import presets as P
-from ledger.run.agents import resolve_agent
 from ledger.run.attempt import agent_endpoints, resolve_endpoints, static_resolver
 from ledger.run.config import parse_config
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
 from ledger.run.scope import endpoint_allowlist, scan_policy
-from ledger.run.trace import strace_status
 from tests.run.minitasks import make_ledger
 
 STRACE_OK, STRACE_WHY = strace_status()

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import MalformedInput, UsageError
-from ledger.run.agents import resolve_agent
-from ledger.run.agents.parsers import (
+from ledger.agents import resolve_agent
+from ledger.agents.parsers import (
     AiderParser,
     CodexParser,
     aider_analytics_usage,
     codex_rollout_model,
 )
-from ledger.run.agents.presets import api_base
+from ledger.agents.presets import api_base
+from ledger.errors import MalformedInput, UsageError
 from ledger.run.config import parse_config
 from tests.run.test_agents import fake_bin, make_ctx
 
@@ -209,7 +209,7 @@ def test_a_virtualenv_program_may_read_its_virtualenv_only(tmp_path: Path) -> No
 def test_mini_swe_agent_trajectory_gives_steps_tokens_cost_and_exit(tmp_path: Path) -> None:
     """mini-swe-agent's trajectory file: bash calls and results, exact usage summed over answers,
     the answering model, the reported cost and the exit status."""
-    from ledger.run.agents.parsers import MINI_TRAJECTORY, MiniSweAgentParser
+    from ledger.agents.parsers import MINI_TRAJECTORY, MiniSweAgentParser
 
     def answer(cmd: str, tin: int, tout: int) -> dict:
         return {"role": "assistant", "content": "thinking",
@@ -264,7 +264,7 @@ def test_qwen_uses_the_openai_auth_type_with_the_key_in_its_variable(
 def test_opencode_events_give_steps_exact_tokens_and_cost(tmp_path: Path) -> None:
     """opencode --format json: tool_use parts, text, per-step tokens (cache and reasoning
     counted) and costs summed; error events surface as output."""
-    from ledger.run.agents.parsers import OpencodeParser
+    from ledger.agents.parsers import OpencodeParser
 
     parser = OpencodeParser("openai/gpt-4o-mini")
     lines = [
@@ -294,8 +294,8 @@ def test_opencode_events_give_steps_exact_tokens_and_cost(tmp_path: Path) -> Non
 def test_gemini_router_and_main_model_are_each_priced_at_their_rate() -> None:
     """gemini routes through a small model first: result.stats.models names both, and the cost
     prices each at its own rate (not everything at the main model's)."""
-    from ledger.run.agents.parsers import GeminiParser
-    from ledger.run.costs import estimate_cost
+    from ledger.agents.costs import estimate_cost
+    from ledger.agents.parsers import GeminiParser
 
     parser = GeminiParser(None)
     parser.feed_line(json.dumps({"type": "init", "model": "auto"}))

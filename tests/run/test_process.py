@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import UsageError
-from ledger.run import trace as trace_mod
-from ledger.run.agents import resolve_agent
-from ledger.run.contracts import AttemptContext, Invocation, ProcessOutcome
-from ledger.run.process import (
+from ledger.agents import resolve_agent
+from ledger.agents import trace as trace_mod
+from ledger.agents.contracts import AttemptContext, Invocation, ProcessOutcome
+from ledger.agents.process import (
     _Stream,
     attempt_processes,
     bound_text,
@@ -30,6 +29,7 @@ from ledger.run.process import (
     sanitize_event,
     started_at,
 )
+from ledger.errors import UsageError
 
 FAKES = Path(__file__).parent / "fakes"
 HAS_STRACE = shutil.which("strace") is not None

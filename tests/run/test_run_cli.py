@@ -150,7 +150,7 @@ def test_run_oracle_and_noop_records_everything_and_verifies(home: Path) -> None
 
 def test_default_run_creates_keys_uses_demo_and_prints_a_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`ledger run` with no flags: keys created, smoke tier, demo agent announced, summary with next steps."""
-    from ledger.run.agents import detect_cli_agents
+    from ledger.agents import detect_cli_agents
 
     if detect_cli_agents():
         pytest.skip("an agent CLI is on PATH here; the default would use it")
@@ -364,7 +364,7 @@ def test_resume_of_a_finished_run_runs_nothing(home: Path) -> None:
 @pytest.mark.strace
 def test_strace_records_reads_outside_the_worktree(home: Path, tmp_path: Path) -> None:
     """With --trace strace an agent reading the hidden tests by absolute path shows as fs.read outside the worktree."""
-    from ledger.run.trace import strace_status
+    from ledger.agents.trace import strace_status
 
     if not strace_status()[0]:
         pytest.skip(strace_status()[1])

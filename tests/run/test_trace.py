@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.run.trace import (
+from ledger.agents.trace import (
     FILTER_PTRACE,
     FILTER_SECCOMP,
     SECCOMP_ENV,
@@ -340,7 +340,7 @@ def test_follower_parses_a_growing_log_like_the_finished_one(tmp_path: Path) -> 
     without a newline) give the events parse_strace_log gives for the finished file."""
     import threading
 
-    from ledger.run.trace import TraceFollower, follow_lines, parse_strace_log
+    from ledger.agents.trace import TraceFollower, follow_lines, parse_strace_log
 
     wt = (tmp_path / "wt").resolve()
     wt.mkdir()
@@ -369,7 +369,7 @@ def test_follower_parses_a_growing_log_like_the_finished_one(tmp_path: Path) -> 
 
 def test_follower_error_reaches_the_caller(tmp_path: Path) -> None:
     """A parser failure in the follower's thread is raised by finish(), not lost."""
-    from ledger.run.trace import TraceFollower
+    from ledger.agents.trace import TraceFollower
 
     log = tmp_path / "strace.log"
     log.write_text("1 1.0 openat(AT_FDCWD</>, \"x\", O_RDONLY) = 3</x>\n")

@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
+from ledger.agents.trace import strace_status
 from ledger.journal.journal import Journal
-from ledger.run.trace import strace_status
 from ledger.sandbox import probe_bwrap
 from tests.run.minitasks import make_ledger
 from tests.sandbox.attacks import ATTACKS, CROSS_ATTEMPT_DAEMON, Attack

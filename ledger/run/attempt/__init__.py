@@ -30,6 +30,7 @@ reports ``attempt.finished``.
 
 from __future__ import annotations
 
+from ledger.agents.contracts import no_filter
 from ledger.run.attempt.agent import agent_readable, harness_readable
 from ledger.run.attempt.commands import (
     python_argv,
@@ -46,7 +47,6 @@ from ledger.run.attempt.endpoints import (
 from ledger.run.attempt.events import sandbox_failed_data
 from ledger.run.attempt.pipeline import run_attempt
 from ledger.run.attempt.prepare import load_plan_task, task_programs
-from ledger.run.contracts import no_filter
 
 _task_programs = task_programs  # the name ledger/tasks/isolation.py imports (until it moves)
 

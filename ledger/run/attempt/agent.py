@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.agents.contracts import AttemptContext
+from ledger.agents.process import bound_text
 from ledger.run.attempt.endpoints import RESOLVE_TIMEOUT_S, agent_endpoints, resolve_endpoints
 from ledger.run.attempt.events import Redact, limit_hits, sandbox_failed_data
 from ledger.run.attempt.prepare import Attempt, attempt_limits, hidden_for, prepare_grading
 from ledger.run.background import Background
-from ledger.run.contracts import AttemptContext
-from ledger.run.process import bound_text
 from ledger.run.workspace import Workspace
 from ledger.tasks.model import Task
 
@@ -95,7 +95,7 @@ def _agent_extra(att: Attempt) -> dict[str, Any]:
     task, agent, ws = att.task, att.agent, att.ws
     extra: dict[str, Any] = dict(att.settings.agent_extra)
     if getattr(agent, "kind", None) == "http":  # the HTTP agent stops at the token and cost budgets
-        from ledger.run.costs import builtin_pricing, find_price
+        from ledger.agents.costs import builtin_pricing, find_price
 
         extra["max_tokens"] = int(task.max_tokens)
         extra["max_cost_usd"] = float(task.max_cost_usd)
@@ -222,7 +222,7 @@ class Prepared:
 
 def prepare_agent(att: Attempt) -> Prepared:
     """The agent's context, command line, trace mode, scope and (isolated) sandbox and proxy."""
-    from ledger.run.process import resolve_trace
+    from ledger.agents.process import resolve_trace
 
     plan, task, agent, ws = att.plan, att.task, att.agent, att.ws
 
@@ -276,10 +276,10 @@ def run_agent(att: Attempt, prep: Prepared) -> bool:
 
 
 def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
-    from ledger.run.agent_errors import ReachWatch, classify
-    from ledger.run.costs import estimate_cost
-    from ledger.run.process import output_events, redact_secrets, run_agent_process
-    from ledger.run.trace import strace_filter
+    from ledger.agents.costs import estimate_cost
+    from ledger.agents.errors import ReachWatch, classify
+    from ledger.agents.process import output_events, redact_secrets, run_agent_process
+    from ledger.agents.trace import strace_filter
     from ledger.sandbox.limits import Enforcement
 
     task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact

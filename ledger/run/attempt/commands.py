@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.agents.contracts import no_filter
+from ledger.agents.process import bound_text
 from ledger.run.attempt.canaries import split_canaries
 from ledger.run.attempt.events import Redact
-from ledger.run.contracts import no_filter
-from ledger.run.process import bound_text
 from ledger.run.workspace import Workspace
 from ledger.tasks.checks import (  # the one runner and signal check (tasks validate uses them)
     SIGNAL_TIMEOUT_S,

@@ -49,7 +49,7 @@ def resolve_endpoints(declared: Sequence[str], *, resolver: Resolver | None = No
     the start is recorded as timed out and left behind, so a dead resolver costs ``timeout`` at
     most. A wildcard (``*.domain``) names no single host: it is recorded unresolved.
     """
-    from ledger.run.agents.presets import parse_endpoint
+    from ledger.agents.presets import parse_endpoint
 
     resolve = resolver or system_resolver
     wanted = list(dict.fromkeys(parse_endpoint(e) for e in declared))

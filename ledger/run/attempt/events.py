@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ledger.run.contracts import AttemptEvent, AttemptPlan, CaptureFilter
+from ledger.agents.contracts import CaptureFilter
+from ledger.run.contracts import AttemptEvent, AttemptPlan
 
 Emit = Callable[[AttemptEvent], None]
 Redact = CaptureFilter  # text -> text, applied to every captured text before it is emitted

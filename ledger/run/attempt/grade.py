@@ -8,12 +8,12 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ledger.agents.contracts import no_filter
 from ledger.run.attempt.canaries import CANARY_SIGNAL_INDEX, signal_claim
 from ledger.run.attempt.collect import Graded
 from ledger.run.attempt.commands import Boxed, run_signal, run_suite
 from ledger.run.attempt.events import Out, Redact, emit_result, limit_hits
 from ledger.run.attempt.prepare import Attempt, attempt_limits
-from ledger.run.contracts import no_filter
 from ledger.run.workspace import Workspace, install_hidden_tests, remove_tree
 from ledger.tasks.model import Task
 
@@ -26,8 +26,8 @@ def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
     """The grading capture of ``tree`` (``ledger.sandbox.gradetrace``): on when the attempt's
     trace mode is strace (the agent's capture) unless the run turned it off (``grading_trace:
     false``, the benchmark's baseline), its scope the tree and the hidden paths."""
+    from ledger.agents.process import resolve_trace
     from ledger.run.attempt.prepare import hidden_for
-    from ledger.run.process import resolve_trace
     from ledger.sandbox.gradetrace import GradingCapture, grading_scope
 
     task = att.task

@@ -110,7 +110,7 @@ def prepare_grading(att: Attempt) -> tuple[Workspace, Box]:
 
 
 def resolve_plan_agent(plan: AttemptPlan, settings: AttemptSettings) -> Any:
-    from ledger.run.agents import resolve_agent
+    from ledger.agents import resolve_agent
 
     return resolve_agent(plan.agent_spec, config=settings.named_agents)
 

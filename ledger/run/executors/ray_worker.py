@@ -309,8 +309,8 @@ def run_on_worker(plan: AttemptPlan, archive_sha256: str, archive_box: list[Any]
         stopper.uninstall()
 
 
-WARM_MODULES = ("ledger.run.attempt", "ledger.run.agents", "ledger.run.process",
-                "ledger.tasks.loader", "ledger.tasks.material", "attest.redact", "ledger.run.costs")
+WARM_MODULES = ("ledger.run.attempt", "ledger.agents", "ledger.agents.process",
+                "ledger.tasks.loader", "ledger.tasks.material", "attest.redact", "ledger.agents.costs")
 
 
 def warm_worker() -> int:

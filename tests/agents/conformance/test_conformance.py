@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from ledger.agents.trace import strace_status
 from ledger.journal.journal import Journal
-from ledger.run.trace import strace_status
 from ledger.tasks.loader import load_tasks
 from tests import agent_env
 from tests.agents.conformance.clis import CHEAT_USAGE, CLIS, Cli, totals

@@ -1,6 +1,6 @@
 """The built-in HTTP agent: a small bash-tool loop over any OpenAI-compatible Chat Completions API.
 
-    python -P -m ledger.run.agents.http_loop --model M --base-url URL [--api-key-env VAR]
+    python -P -m ledger.agents.http_loop --model M --base-url URL [--api-key-env VAR]
         --prompt-file FILE [--max-steps N] [--max-tokens N] [--deadline-s S]
         [--max-cost-usd X --price-in P --price-out Q] [--command-timeout S]
         [--output-limit CHARS] [--retries N] [--temperature T]
@@ -22,7 +22,7 @@ line. 429, 5xx, a dropped connection or a timeout are retried up to ``--retries`
 doubling delays (0.5 s, 1 s, 2 s, ... capped at 8 s, or the server's ``Retry-After`` up to 30 s),
 never past the deadline. 401/403 and other 4xx are not retried.
 
-Output: one JSON object per line on stdout (``HttpParser`` in ``ledger.run.agents.http`` turns
+Output: one JSON object per line on stdout (``HttpParser`` in ``ledger.agents.http`` turns
 them into journal entries):
 
 * ``model.request``  ``step``, ``url``, ``model``, ``messages`` (the messages the loop added since
@@ -381,7 +381,7 @@ def _int(value: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ledger.run.agents.http_loop")
+    parser = argparse.ArgumentParser(prog="ledger.agents.http_loop")
     parser.add_argument("--model", required=True)
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--api-key-env")

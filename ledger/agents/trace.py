@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from attest import digests as dg
-from ledger.run.contracts import Event
+from ledger.agents.contracts import Event
 
 # Syscalls present on every Linux architecture, then legacy ones (``?`` = ignore if absent).
 _SYSCALLS = (

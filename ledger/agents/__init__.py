@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.agents import presets as _presets
+from ledger.agents.contracts import Agent, AttemptContext, Invocation
+from ledger.agents.parsers import BuiltinParser
 from ledger.errors import UsageError
-from ledger.run.agents import presets as _presets
-from ledger.run.agents.parsers import BuiltinParser
-from ledger.run.contracts import Agent, AttemptContext, Invocation
 
 BUILTINS = ("noop", "oracle", "demo")
 PRESET_ORDER = _presets.PRESET_ORDER
@@ -103,7 +103,7 @@ def harness_version() -> str:
 
 @dataclass
 class BuiltinAgent:
-    """``noop``, ``oracle``, ``demo``, ``replay:RUN``: ``python -m ledger.run.builtin_agent``."""
+    """``noop``, ``oracle``, ``demo``, ``replay:RUN``: ``python -m ledger.agents.builtin``."""
 
     name: str
     spec: str
@@ -134,7 +134,7 @@ class BuiltinAgent:
         return str(path)
 
     def invocation(self, ctx: AttemptContext) -> Invocation:
-        argv = [sys.executable, "-P", "-m", "ledger.run.builtin_agent", self.builtin,
+        argv = [sys.executable, "-P", "-m", "ledger.agents.builtin", self.builtin,
                 "--worktree", str(ctx.worktree)]
         if self.builtin == "oracle":
             task_root = ctx.extra.get("task_root")
@@ -391,7 +391,7 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
         raise UsageError("empty agent spec")
     table = _agents_table(config)
     if spec in table and _table_kind(table[spec]) == "http":
-        from ledger.run.agents.http import http_agent_from_table
+        from ledger.agents.http import http_agent_from_table
 
         entry = table[spec]
         return http_agent_from_table(spec, entry if isinstance(entry, Mapping) else entry.settings)
@@ -411,7 +411,7 @@ def resolve_agent(spec: str, *, config: Mapping[str, Any] | None = None) -> Agen
             raise UsageError("replay needs a run id: replay:RUN")
         return BuiltinAgent(name=safe_name(f"replay-{run}"), spec=spec, builtin="replay", run_ref=run)
     if spec.startswith("http:"):
-        from ledger.run.agents.http import parse_http_spec
+        from ledger.agents.http import parse_http_spec
 
         return parse_http_spec(spec)
     if spec.startswith("cmd:"):

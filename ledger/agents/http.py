@@ -1,6 +1,6 @@
 """The built-in HTTP agent's adapter: ``http:MODEL@BASE_URL`` or ``[agents.NAME] kind = "http"``.
 
-The agent process is ``python -P -m ledger.run.agents.http_loop`` (see that module for the loop);
+The agent process is ``python -P -m ledger.agents.http_loop`` (see that module for the loop);
 this module turns a spec or a ``ledger.toml`` table into an ``HttpAgent``, builds its command
 line from the attempt (prompt file, time budget, token budget) and parses its transcript
 (``HttpParser``) into ``model.request`` / ``model.response`` / ``tool.call`` / ``tool.result``
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ledger.agents.contracts import AttemptContext, Event, Invocation
+from ledger.agents.parsers import BuiltinParser
 from ledger.errors import UsageError
-from ledger.run.agents.parsers import BuiltinParser
-from ledger.run.contracts import AttemptContext, Event, Invocation
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEADLINE_MARGIN_S = 5.0  # the loop stops this long before the attempt's budget runs out
@@ -100,7 +100,7 @@ class HttpAgent:
         return True, ""
 
     def version(self) -> str | None:
-        from ledger.run.agents import harness_version
+        from ledger.agents import harness_version
 
         return f"{harness_version()} http-agent"
 
@@ -108,9 +108,9 @@ class HttpAgent:
         return (url_endpoint(self.base_url),)
 
     def invocation(self, ctx: AttemptContext) -> Invocation:
-        from ledger.run.agents import base_env, env_secrets
+        from ledger.agents import base_env, env_secrets
 
-        argv = [sys.executable, "-P", "-m", "ledger.run.agents.http_loop",
+        argv = [sys.executable, "-P", "-m", "ledger.agents.http_loop",
                 "--model", self.model, "--base-url", self.base_url,
                 "--api-key-env", self.api_key_env, "--prompt-file", str(ctx.prompt_file),
                 "--max-steps", str(self.max_steps),
@@ -140,7 +140,7 @@ class HttpAgent:
 
 def parse_http_spec(spec: str) -> HttpAgent:
     """``http:MODEL@BASE_URL`` -> an HttpAgent named ``http-MODEL``."""
-    from ledger.run.agents import safe_name
+    from ledger.agents import safe_name
 
     body = spec[len("http:"):].strip()
     match = _SPEC.match(body)

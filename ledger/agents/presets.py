@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ledger.errors import UsageError
-from ledger.run.agents.parsers import (
+from ledger.agents.contracts import AttemptContext, OutputParser
+from ledger.agents.parsers import (
     MINI_TRAJECTORY,
     AiderParser,
     ClaudeParser,
@@ -40,7 +40,7 @@ from ledger.run.agents.parsers import (
     MiniSweAgentParser,
     OpencodeParser,
 )
-from ledger.run.contracts import AttemptContext, OutputParser
+from ledger.errors import UsageError
 
 Endpoints = Callable[["str | None", Mapping[str, str]], tuple[str, ...]]  # (model, env) -> hosts
 

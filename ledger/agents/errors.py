@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ledger.run.contracts import Event, ProcessOutcome
+from ledger.agents.contracts import Event, ProcessOutcome
 
 KINDS = ("unreachable", "auth_rejected", "model_error", "no_model_call", "sandbox_failed")
 JUDGED_KINDS = frozenset({"cli", "http"})  # agent kinds that use a model

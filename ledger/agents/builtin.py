@@ -1,9 +1,9 @@
 """The built-in agents, run as a subprocess so that they are observed exactly like real agents.
 
-    python -P -m ledger.run.builtin_agent noop
-    python -P -m ledger.run.builtin_agent oracle --task-root TASK_DIR
-    python -P -m ledger.run.builtin_agent demo   --steps STEPS.json
-    python -P -m ledger.run.builtin_agent replay --files FILES.json
+    python -P -m ledger.agents.builtin noop
+    python -P -m ledger.agents.builtin oracle --task-root TASK_DIR
+    python -P -m ledger.agents.builtin demo   --steps STEPS.json
+    python -P -m ledger.agents.builtin replay --files FILES.json
 
 The working directory is the worktree. Each prints a JSON-lines transcript on stdout
 (``{"type": "tool.call"|"tool.result"|"agent.output"|"usage", ...}``, parsed by
@@ -185,7 +185,7 @@ def run_replay(root: Path, files: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ledger.run.builtin_agent")
+    parser = argparse.ArgumentParser(prog="ledger.agents.builtin")
     parser.add_argument("agent", choices=["noop", "oracle", "demo", "replay"])
     parser.add_argument("--worktree", default=".")
     parser.add_argument("--task-root")

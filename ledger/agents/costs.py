@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.agents.contracts import Usage
 from ledger.errors import MalformedInput, NotFound
-from ledger.run.contracts import Usage
 
 PRICES_AS_OF = "2025-11"
 

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ledger.run.contracts import Event, Usage
+from ledger.agents.contracts import Event, Usage
 
 
 def _int(value: Any) -> int:

@@ -13,7 +13,7 @@ process group id is its pid) with stdin on ``/dev/null``, and then, in the calli
   the agent's process group or session, or that the attempt's strace is tracing (strace follows
   every descendant). Each is SIGKILLed and counted. Without strace, a process that scrubbed its
   environment *and* left the session escapes the sweep;
-* with tracing on, parses the strace log into activity events (``ledger.run.trace``); files
+* with tracing on, parses the strace log into activity events (``ledger.agents.trace``); files
   read outside the worktree are matched against the commitment with ``evidence`` (the
   redactor's), and only the markers found are kept.
 
@@ -40,8 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ledger.errors import UsageError
-from ledger.run.contracts import (
+from ledger.agents.contracts import (
     AttemptContext,
     CaptureFilter,
     Event,
@@ -51,13 +50,14 @@ from ledger.run.contracts import (
     Usage,
     no_filter,
 )
-from ledger.run.trace import (
+from ledger.agents.trace import (
     Evidence,
     TraceFollower,
     TraceOptions,
     strace_command,
     strace_status,
 )
+from ledger.errors import UsageError
 
 MARKER_ENV = "LEDGER_ATTEMPT"
 MAX_LINE = 4 * 1024 * 1024  # longest stdout line handed to a transcript parser
@@ -536,7 +536,7 @@ def run_agent_process(
 ) -> ProcessOutcome:
     """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all.
 
-    ``watch`` (a ``ledger.run.agent_errors.ReachWatch``) sees every output line and transcript
+    ``watch`` (a ``ledger.agents.errors.ReachWatch``) sees every output line and transcript
     event; once it has a ``verdict`` the agent is stopped like at its time limit (but not
     ``timed_out``) and the outcome's ``agent_error`` is the verdict, redacted.
 
