@@ -66,18 +66,54 @@ class Invocation:
     stdout_is_transcript: bool = False
 
 
+KINDS = ("builtin", "cli", "cmd", "http")  # the agent families a profile names
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """What an agent is, declared by the agent itself: the run reads these facts and never
+    probes the agent's class or attributes. ``kind`` is the family journaled with the run's
+    agents (``run.started``); every decision the attempt makes reads one of the other fields."""
+
+    kind: str  # one of KINDS: a label for people and the journal, never branched on
+    runs_harness_code: bool = False  # the harness's own Python runs it (built-ins, the HTTP loop):
+    #                                 its sandbox shows the harness, it gets the task commands' env
+    sees_solution: bool = False  # it reads the task's solution (the oracle): DIRTY by design
+    uses_model: bool = False  # it calls a model: an attempt that never reached one is an agent_error
+    watch_reach: bool = False  # its output is watched live for a model it cannot reach (CLIs)
+    model: str | None = None  # the model it is pointed at (prices), when it names one
+    endpoints: tuple[str, ...] = ()  # model API hosts it may reach (host[:port])
+    transcript: str | None = None  # the transcript parser of its stdout; None: raw output only
+    inputs: frozenset[str] = frozenset()  # what the run hands it in ``AttemptContext.extra``
+    #                                     besides the context: INPUTS
+    sandbox_argv: tuple[str, ...] = ()  # the command line its sandbox is tried with before a
+    #                                     run starts (empty: none is tried ahead)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"agent kind {self.kind!r} is none of {KINDS}")
+        unknown = sorted(self.inputs - INPUTS)
+        if unknown:
+            raise ValueError(f"agent inputs {unknown} are none of {sorted(INPUTS)}")
+
+
+# ``AgentProfile.inputs``: task_root (the task folder: the oracle), demo_steps (the task's public
+# demonstration), replay_files (the files a recorded run ended with), budgets (the task's token
+# and cost budgets and the model's price: the HTTP agent stops at them itself)
+INPUTS = frozenset({"task_root", "demo_steps", "replay_files", "budgets"})
+
+
 class Agent(Protocol):
     name: str  # short name used in attempt ids and reports (e.g. "claude", "demo", "cmd-fake")
     spec: str  # the spec string the user gave
-    kind: str  # "builtin" | "cli" | "cmd"
+
+    def profile(self) -> AgentProfile: ...  # what it is (endpoints read from the environment now)
 
     def available(self) -> tuple[bool, str]: ...  # (can run here, reason if not)
 
     def version(self) -> str | None: ...
 
     def invocation(self, ctx: AttemptContext) -> Invocation: ...
-
-    def endpoints(self) -> tuple[str, ...]: ...  # model API hosts the agent may reach (host[:port])
 
 
 @dataclass

@@ -9,8 +9,8 @@ Kinds (``agent.finished`` ``agent_error.kind``):
     sandbox_failed  the harness's sandbox never started the agent (``sandbox.failed``): a harness
                     failure, for every agent kind, never the agent's crash
 
-Only agents that use a model are judged (kinds ``cli`` and ``http``); built-ins and ``cmd:``
-programs never get an ``agent_error``. An agent made *progress* when a model call was answered
+Only agents whose profile says they use a model are judged (``AgentProfile.uses_model``: the CLI
+presets and the HTTP agent); built-ins and ``cmd:`` programs never get an ``agent_error``. An agent made *progress* when a model call was answered
 (``model_calls`` > 0, tokens reported, or a tool call in its transcript); such an attempt never
 has an ``agent_error``, whatever happened later.
 
@@ -33,7 +33,6 @@ from typing import Any
 from ledger.agents.contracts import Event, ProcessOutcome
 
 KINDS = ("unreachable", "auth_rejected", "model_error", "no_model_call", "sandbox_failed")
-JUDGED_KINDS = frozenset({"cli", "http"})  # agent kinds that use a model
 UNREACHABLE_LINES = 3
 AUTH_LINES = 2
 WINDOW_S = 20.0
@@ -109,10 +108,12 @@ class ReachWatch:
         return False
 
 
-def classify(agent_kind: str, outcome: ProcessOutcome, events: Iterable[Event] = ()) -> dict[str, Any] | None:
+def classify(uses_model: bool, outcome: ProcessOutcome,
+             events: Iterable[Event] = ()) -> dict[str, Any] | None:
     """The attempt's ``agent_error`` (``{kind, detail}``), or None when the agent reached a model,
-    is not judged, or nothing says otherwise. ``outcome`` texts are already redacted."""
-    if agent_kind not in JUDGED_KINDS:
+    uses none (``AgentProfile.uses_model``), or nothing says otherwise. ``outcome`` texts are
+    already redacted."""
+    if not uses_model:
         return None
     usage = outcome.usage
     events = list(events) or list(outcome.events)
@@ -140,5 +141,5 @@ def classify(agent_kind: str, outcome: ProcessOutcome, events: Iterable[Event] =
     return None
 
 
-__all__ = ["AUTH_LINES", "JUDGED_KINDS", "KINDS", "UNREACHABLE_LINES", "WINDOW_S", "ReachWatch", "classify",
+__all__ = ["AUTH_LINES", "KINDS", "UNREACHABLE_LINES", "WINDOW_S", "ReachWatch", "classify",
            "line_sign", "made_progress"]

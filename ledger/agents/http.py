@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ledger.agents.contracts import AttemptContext, Event, Invocation
+from ledger.agents.contracts import AgentProfile, AttemptContext, Event, Invocation
+from ledger.agents.env import base_env, env_secrets, harness_version, safe_name
 from ledger.agents.parsers import BuiltinParser
 from ledger.errors import UsageError
 
@@ -94,22 +95,25 @@ class HttpAgent:
     retries: int | None = None
     temperature: float | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
-    kind: str = "http"
+
+    def profile(self) -> AgentProfile:
+        """Harness code (the loop runs in the harness's Python) that calls a model and stops at
+        the task's token and cost budgets itself."""
+        return AgentProfile(kind="http", runs_harness_code=True, uses_model=True,
+                            model=self.model, endpoints=self.endpoints(),
+                            transcript=HttpParser.__name__, inputs=frozenset({"budgets"}),
+                            sandbox_argv=(sys.executable,))
 
     def available(self) -> tuple[bool, str]:
         return True, ""
 
     def version(self) -> str | None:
-        from ledger.agents import harness_version
-
         return f"{harness_version()} http-agent"
 
     def endpoints(self) -> tuple[str, ...]:
         return (url_endpoint(self.base_url),)
 
     def invocation(self, ctx: AttemptContext) -> Invocation:
-        from ledger.agents import base_env, env_secrets
-
         argv = [sys.executable, "-P", "-m", "ledger.agents.http_loop",
                 "--model", self.model, "--base-url", self.base_url,
                 "--api-key-env", self.api_key_env, "--prompt-file", str(ctx.prompt_file),
@@ -140,8 +144,6 @@ class HttpAgent:
 
 def parse_http_spec(spec: str) -> HttpAgent:
     """``http:MODEL@BASE_URL`` -> an HttpAgent named ``http-MODEL``."""
-    from ledger.agents import safe_name
-
     body = spec[len("http:"):].strip()
     match = _SPEC.match(body)
     if not match:

@@ -183,7 +183,7 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
             tin, tout, tokens_source = estimate_tokens(prompt), estimate_tokens(text), "estimated"
         cost, cost_source = estimate_cost(
             Usage(tokens_in=tin, tokens_out=tout, cost_usd=usage.cost_usd, model=usage.model),
-            getattr(agent, "model", None) or name.split("-")[0], pricing=pricing)
+            agent.profile().model or name.split("-")[0], pricing=pricing)
         return CallResult(
             name, round_name, status, error, outcome.exit_code, outcome.signal, outcome.wall_s,
             text, bound(outcome.stdout_text, STDOUT_LIMIT)[0], outcome.stderr_text,

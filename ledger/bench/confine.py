@@ -56,9 +56,8 @@ def _endpoints(agent: Any) -> list[dict[str, Any]]:
     """The model API endpoints the agent declares, as ``{host, port}`` records."""
     from ledger.agents.presets import parse_endpoint
 
-    declared = getattr(agent, "endpoints", None)
     out = []
-    for text in declared() if callable(declared) else ():
+    for text in agent.profile().endpoints:
         host, port = parse_endpoint(text)
         out.append({"host": host, "port": port})
     return out

@@ -63,7 +63,7 @@ def resolve_contestants(specs: Sequence[str], home: LedgerHome) -> tuple[list[Co
         while name in seen:
             name, n = f"{agent.name}-{n}", n + 1
         seen.add(name)
-        out.append(Contestant(agent, name, spec, agent.kind, agent.version()))
+        out.append(Contestant(agent, name, spec, agent.profile().kind, agent.version()))
     if not out:
         raise NothingToRun("no agent can run here: " + "; ".join(skipped))
     return out, skipped
@@ -92,7 +92,7 @@ def resolve_judges(specs: Sequence[str], contestants: Sequence[Contestant], home
             name, n = agent.name, 2
             while any(j.name == name for j in panel):
                 name, n = f"{agent.name}-{n}", n + 1
-            panel.append(Contestant(agent, name, spec, agent.kind, agent.version()))
+            panel.append(Contestant(agent, name, spec, agent.profile().kind, agent.version()))
         return panel, False, "named with --judge"
     found = [a for a in detect_cli_agents() if a in JUDGE_CANDIDATES]
     if not found:
@@ -107,7 +107,7 @@ def resolve_judges(specs: Sequence[str], contestants: Sequence[Contestant], home
     panel = []
     for spec in chosen:
         agent = resolve_agent(spec, config=table)
-        panel.append(Contestant(agent, agent.name, spec, agent.kind, agent.version()))
+        panel.append(Contestant(agent, agent.name, spec, agent.profile().kind, agent.version()))
     return panel, False, "auto: first judge CLI on PATH, plus one of another family when needed"
 
 

@@ -113,14 +113,8 @@ def _resolve_sandbox(requested: str, notes: list[str]) -> str:
 
 def _sandbox_argv(agent: Any) -> tuple[list[str], bool]:
     """(the command line the agent's sandbox is built for, whether it runs harness code)."""
-    kind = getattr(agent, "kind", None)
-    if kind in ("builtin", "http"):
-        return [sys.executable], True
-    command = getattr(agent, "command", None)
-    program = agent.program() if callable(getattr(agent, "program", None)) else None
-    if command:
-        return [program or str(command[0]), *[str(a) for a in command[1:]]], False
-    return ([program] if program else []), False
+    profile = agent.profile()
+    return list(profile.sandbox_argv), profile.runs_harness_code
 
 
 def _preflight_sandboxes(sandbox: str, agents: Sequence[Any], specs: Sequence[str], *,
@@ -187,7 +181,8 @@ def _agent_infos(agents: Sequence[Any], specs: Sequence[str]) -> list[AgentInfo]
             n += 1
             name = f"{base}-{n}"
         taken.add(name)
-        infos.append(AgentInfo(name=name, spec=spec, kind=agent.kind, version=agent.version()))
+        infos.append(AgentInfo(name=name, spec=spec, kind=agent.profile().kind,
+                               version=agent.version()))
     return infos
 
 

@@ -220,7 +220,7 @@ def test_agent_that_worked_once_does_not_exit_3(tmp_path: Path, scripted_model: 
 def test_http_spec_resolves_with_endpoint() -> None:
     """http:MODEL@BASE_URL names the agent, its model, URL and endpoint host:port."""
     agent = resolve_agent("http:qwen2.5-coder:7b@http://127.0.0.1:8000/v1/")
-    assert isinstance(agent, HttpAgent) and agent.kind == "http"
+    assert isinstance(agent, HttpAgent) and agent.profile().kind == "http"
     assert (agent.model, agent.base_url) == ("qwen2.5-coder:7b", "http://127.0.0.1:8000/v1")
     assert agent.endpoints() == ("127.0.0.1:8000",)
     assert url_endpoint("https://gw.example/v1") == "gw.example:443"

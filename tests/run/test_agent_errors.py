@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger.agents import resolve_agent
 from ledger.agents.contracts import AttemptContext, Invocation, ProcessOutcome, Usage
 from ledger.agents.errors import ReachWatch, classify, line_sign
 from ledger.agents.process import run_agent_process
@@ -27,6 +28,9 @@ def outcome(*, exit_code: int | None = 1, timed_out: bool = False, stdout: str =
                           usage=usage or Usage(), agent_error=stopped)
 
 
+# an agent of each kind, whose own profile says whether it uses a model
+AGENT_OF_KIND = {"cli": "claude", "http": "http:m@http://127.0.0.1:9/v1", "builtin": "noop",
+                 "cmd": "cmd:true"}
 CASES = {
     "connection-refused-cli": ("cli", outcome(stderr="Error: connect ECONNREFUSED 127.0.0.1:9\n"),
                                "unreachable"),
@@ -60,14 +64,14 @@ CASES = {
 def test_classify(name: str) -> None:
     """Each recorded ending gets the agent_error kind its case names (or none)."""
     kind, out, expected = CASES[name]
-    got = classify(kind, out)
+    got = classify(resolve_agent(AGENT_OF_KIND[kind]).profile().uses_model, out)
     assert (got["kind"] if got else None) == expected
 
 
 def test_detail_prefers_the_transcript_words() -> None:
     """The detail quotes the parsed transcript line, not the raw JSON it came from."""
     raw = '{"type":"assistant","message":{"content":"API Error: Unable to connect (ConnectionRefused)"}}'
-    got = classify("cli", outcome(stdout=raw + "\n", events=[
+    got = classify(True, outcome(stdout=raw + "\n", events=[
         ("agent.output", {"text": "[api error] API Error: Unable to connect (ConnectionRefused)"})]))
     assert got == {"kind": "unreachable",
                    "detail": "[api error] API Error: Unable to connect (ConnectionRefused)"}
@@ -135,7 +139,7 @@ def test_cli_retrying_a_dead_endpoint_is_stopped_early(tmp_path: Path) -> None:
     assert time.monotonic() - start < 10
     assert not out.timed_out
     assert out.agent_error is not None and out.agent_error["kind"] == "unreachable"
-    assert classify("cli", out) == out.agent_error
+    assert classify(True, out) == out.agent_error
 
 
 RETRYING_CLI = """\

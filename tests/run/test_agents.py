@@ -61,7 +61,7 @@ def test_resolve_builtins_and_replay() -> None:
     """Built-in names resolve to builtin agents; replay:RUN keeps the run id in its name."""
     for name in ("noop", "oracle", "demo"):
         agent = resolve_agent(name)
-        assert isinstance(agent, BuiltinAgent) and agent.kind == "builtin" and agent.name == name
+        assert isinstance(agent, BuiltinAgent) and agent.profile().kind == "builtin" and agent.name == name
         assert agent.available() == (True, "")
     replay = resolve_agent("replay:r-20261129T203000Z-1a2b3c")
     assert isinstance(replay, BuiltinAgent) and replay.run_ref == "r-20261129T203000Z-1a2b3c"
@@ -74,7 +74,7 @@ def test_resolve_presets_and_models() -> None:
     """Preset names resolve to CLI agents; PRESET:MODEL selects the model and names the agent."""
     for name in PRESETS:
         agent = resolve_agent(name)
-        assert isinstance(agent, CliAgent) and agent.kind == "cli" and agent.name == name
+        assert isinstance(agent, CliAgent) and agent.profile().kind == "cli" and agent.name == name
     agent = resolve_agent("codex:gpt-5-codex")
     assert isinstance(agent, CliAgent) and agent.model == "gpt-5-codex"
     assert agent.name == "codex-gpt-5-codex" and agent.spec == "codex:gpt-5-codex"
@@ -83,7 +83,7 @@ def test_resolve_presets_and_models() -> None:
 def test_resolve_cmd_names_and_unknown() -> None:
     """cmd: agents are named after their script; an unknown spec is a UsageError listing choices."""
     agent = resolve_agent(f"cmd:{sys.executable} {FAKES / 'crash.py'} --x")
-    assert isinstance(agent, CmdAgent) and agent.kind == "cmd" and agent.name == "cmd-crash"
+    assert isinstance(agent, CmdAgent) and agent.profile().kind == "cmd" and agent.name == "cmd-crash"
     assert resolve_agent("cmd:./bin/my-agent {prompt_file}").name == "cmd-my-agent"
     with pytest.raises(UsageError, match="unknown agent 'gpt-9'.*claude"):
         resolve_agent("gpt-9")

@@ -53,12 +53,12 @@ def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[st
     from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
 
     task, agent, ws = att.task, att.agent, att.ws
-    wanted = att.settings.agent_config.get(getattr(agent, "name", ""), ())
+    wanted = att.settings.agent_config.get(agent.name, ())
     copied = copy_config(list(wanted), home=ws.home)
-    builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
+    profile = agent.profile()
     extra: list[str] = []
     hidden = hidden_for(task, att.settings)
-    if builtin == "oracle":  # the oracle reads the solution: DIRTY by design, and shown to it
+    if profile.sees_solution:  # the oracle reads the solution: DIRTY by design, and shown to it
         root = _resolved(task.root)
         extra.append(root)
         hidden = [h for h in hidden if not _under(root, h) and not _under(h, root)]
@@ -80,7 +80,7 @@ def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[st
         policy = agent_policy(
             worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
             path_env=env.get("PATH", os.defpath),
-            harness_code=builtin is not None or getattr(agent, "kind", None) == "http",
+            harness_code=profile.runs_harness_code,
             hidden=hidden, extra_readable=extra, copied_config=copied, network=network,
             sockets=sockets)
     except BaseException:
@@ -94,18 +94,18 @@ def _agent_extra(att: Attempt) -> dict[str, Any]:
     """What a built-in agent needs besides the context (never given to other agents)."""
     task, agent, ws = att.task, att.agent, att.ws
     extra: dict[str, Any] = dict(att.settings.agent_extra)
-    if getattr(agent, "kind", None) == "http":  # the HTTP agent stops at the token and cost budgets
+    profile = agent.profile()
+    if "budgets" in profile.inputs:  # the HTTP agent stops at the token and cost budgets
         from ledger.agents.costs import builtin_pricing, find_price
 
         extra["max_tokens"] = int(task.max_tokens)
         extra["max_cost_usd"] = float(task.max_cost_usd)
-        found = find_price(getattr(agent, "model", None), att.settings.pricing or builtin_pricing())
+        found = find_price(profile.model, att.settings.pricing or builtin_pricing())
         if found is not None:
             extra["price_per_mtok"] = [found[1].input_per_mtok, found[1].output_per_mtok]
-    builtin = getattr(agent, "builtin", None) if getattr(agent, "kind", None) == "builtin" else None
-    if builtin == "oracle":
+    if "task_root" in profile.inputs:
         extra["task_root"] = str(task.root)  # the oracle reads the solution: DIRTY by design
-    elif builtin == "demo":
+    if "demo_steps" in profile.inputs:
         # The steps are public demonstration material, handed to the demo agent as its own
         # config: in its private home (readable by the scan policy, never content-captured),
         # not in scratch, where a traced read would journal them as inflow resembling the fix.
@@ -173,7 +173,7 @@ def _observed_invocation(invocation: Any, agent: Any, ws: Workspace) -> Any:
     env = dict(invocation.env)
     for name in ("TMPDIR", "TMP", "TEMP"):
         env[name] = str(ws.scratch)
-    if getattr(agent, "kind", None) in ("builtin", "http"):
+    if agent.profile().runs_harness_code:
         env["HOME"] = str(ws.home)
         env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
                                        env.get("PATH", os.defpath)])
@@ -283,7 +283,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
     from ledger.sandbox.limits import Enforcement
 
     task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact
-    invocation = prep.invocation
+    invocation, profile = prep.invocation, agent.profile()
     enforcement = Enforcement(attempt_limits(att.settings, task), sandboxed=prep.policy is not None,
                               label="agent")
     out.entry("agent.started", {
@@ -306,7 +306,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
             invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
             path_hit=lambda path: bool(redact.path_digests([path])),
             on_event=lambda ev: out.entry(*streamed(ev)), sandbox=prep.policy,
-            watch=ReachWatch() if getattr(agent, "kind", None) == "cli" else None,
+            watch=ReachWatch() if profile.watch_reach else None,
             limits=enforcement,
         )
     finally:
@@ -319,7 +319,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
         if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
             out.entry(kind, data)
     limit_hits(out, "agent", outcome.limit_hits)
-    cost, source = estimate_cost(outcome.usage, getattr(agent, "model", None) or agent.name,
+    cost, source = estimate_cost(outcome.usage, profile.model or agent.name,
                                  pricing=att.settings.pricing)
     out.entry("agent.finished", {
         "exit_code": outcome.exit_code,
@@ -336,7 +336,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
         "telemetry": outcome.exit_code is not None or outcome.signal is not None,
         "model_calls": outcome.usage.model_calls,
         "agent_error": ({"kind": "sandbox_failed", "detail": f"the sandbox did not start: {failed}"}
-                        if failed is not None else classify(getattr(agent, "kind", ""), outcome)),
+                        if failed is not None else classify(profile.uses_model, outcome)),
         "trace_partial": outcome.trace_partial,
         "limits_hit": sorted({str(h["which"]) for h in outcome.limit_hits}),
     })

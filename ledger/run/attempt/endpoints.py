@@ -88,6 +88,5 @@ def resolve_endpoints(declared: Sequence[str], *, resolver: Resolver | None = No
 
 
 def agent_endpoints(agent: Any) -> tuple[str, ...]:
-    """What the agent declares (``Agent.endpoints()``; agents without the method: none)."""
-    endpoints = getattr(agent, "endpoints", None)
-    return tuple(endpoints()) if callable(endpoints) else ()
+    """The model API hosts the agent declares it may reach (``AgentProfile.endpoints``)."""
+    return tuple(agent.profile().endpoints)
