@@ -9,8 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # Known arrows, each to go: the proxy's fallback matcher, for callers that build ``net.Proxy``
 # without the port (the attempt's agent step, until it adopts the port); the grading capture's
-# use of the run's strace command line (``ledger.agents.trace``, until tracing leaves ``ledger/run``).
-KNOWN = {("ledger/sandbox/net.py", "attest.scan"), ("ledger/sandbox/gradetrace.py", "ledger.run")}
+# use of the agents' strace capture (``ledger.agents.trace``, the Agent port's since it left
+# ``ledger/run``; to go when the capture is a port of its own).
+KNOWN = {("ledger/sandbox/net.py", "attest.scan"), ("ledger/sandbox/gradetrace.py", "ledger.agents")}
 
 
 def _imports(path: Path) -> set[str]:
