@@ -125,9 +125,9 @@ def traced_smoke(canaries: bool = True, grading_trace: bool = True) -> dict[str,
     """The five smoke tasks, demo agent, strace: volume and harness time per attempt
     (``canaries=False``: the attempts get none; ``grading_trace=False``: their grading commands
     run without the grading capture; both off: the grading-time baseline)."""
-    from ledger.agents import trace
+    from ledger.agents import strace
 
-    ok, reason = trace.strace_status()
+    ok, reason = strace.strace_status()
     if not ok:
         return {"skipped": reason}
     executor_cls = _local_executor()

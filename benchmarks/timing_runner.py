@@ -74,7 +74,7 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
 
 # Harness steps timed inside the worker (wall and CPU seconds): where the harness time goes.
 PHASES = {
-    "ledger.agents.process": ("_wait_tracer", "kill_attempt_processes", "_tracers"),
+    "ledger.agents.orphans": ("wait_tracer", "kill_attempt_processes", "tracers_of"),
     # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
     "ledger.agents.trace": ("TraceFollower.finish",),
     # the attempt's steps, patched where the pipeline calls them

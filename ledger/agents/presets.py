@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.agents.contracts import AttemptContext, OutputParser
+from ledger.agents.file_parsers import MINI_TRAJECTORY, AiderParser, MiniSweAgentParser
 from ledger.agents.parsers import (
-    MINI_TRAJECTORY,
-    AiderParser,
     ClaudeParser,
     CodexParser,
     CursorParser,
     GeminiParser,
-    MiniSweAgentParser,
     OpencodeParser,
 )
 from ledger.errors import UsageError

@@ -1,26 +1,5 @@
-"""OS-level activity capture with ``strace -f``: the command line, and the log parsed into events.
-
-The agent runs as ``strace -DDD -f -qq -ttt -y -xx -s 4096 [--seccomp-bpf] -e trace=... -o LOG
--E LEDGER_ATTEMPT=.. -- AGENT...``:
-
-* ``--seccomp-bpf`` (where it works here: ``strace_filter``, probed once; journaled as
-  ``agent.started.trace_filter``) installs a seccomp filter in the agent that stops it only on
-  the traced syscalls, instead of on every syscall: a syscall-heavy agent runs at nearly its own
-  speed. The filter is inherited by every child, traced or not, across ``exec``: a child that
-  escapes the tracer (``CLONE_UNTRACED``) or outlives it gets ``ENOSYS`` from every traced
-  syscall (the kernel's answer to ``SECCOMP_RET_TRACE`` with no tracer), so it cannot open, run
-  or connect anything; and the option implies ``--kill-on-exit``: a tracer that dies takes the
-  agent with it. Without it (``ptrace``) the flags are the same minus that one.
-
-* ``-DDD`` keeps the tracer out of the agent's way: the agent stays the harness's direct child
-  (its exit status is its own) and the tracer lives in a session of its own, so killing the
-  agent's process group on timeout never kills the tracer before it has written its log.
-* ``-y`` prints the path behind every file descriptor, including the one an ``openat`` returns
-  (the kernel's resolved path) and ``AT_FDCWD`` (the caller's working directory, strace >= 6),
-  so relative paths resolve without tracking ``chdir``.
-* ``-xx`` prints every string as ``\\xNN`` escapes: no quote, comma or bracket inside a string can
-  confuse the parser, and non-UTF-8 names survive (decoded with ``errors="replace"``).
-* ``-E`` puts the attempt marker in the agent's environment only, never in the tracer's.
+"""OS-level activity capture with ``strace -f``: the log parsed into events (the command line
+and the log's text format are ``ledger.agents.strace``).
 
 Events (see docs/VOCABULARY.md): ``fs.read`` / ``fs.write`` (from the open flags, ``creat``,
 renames, unlinks, ``mkdir``, ``truncate``, links), ``fs.read.summary`` (folded reads of
@@ -67,40 +46,34 @@ worker that runs many attempts hashes the interpreter's files once.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
-import shutil
 import stat
-import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from attest import digests as dg
 from ledger.agents.contracts import Event
-
-# Syscalls present on every Linux architecture, then legacy ones (``?`` = ignore if absent).
-_SYSCALLS = (
-    "openat", "execve", "execveat", "connect", "renameat2", "unlinkat", "mkdirat", "truncate",
-    "symlinkat", "linkat",
-    "?open", "?openat2", "?creat", "?rename", "?renameat", "?unlink", "?rmdir", "?mkdir",
-    "?symlink", "?link",
+from ledger.agents.filefacts import file_facts
+from ledger.agents.strace import (
+    WRITE_FLAGS,
+    Syscall,
+    decode_array,
+    decode_fd,
+    decode_string,
+    iter_syscalls,
+    text_of,
 )
-STRING_LIMIT = 4096
+
 CONTENT_LIMIT = 16 * 1024
 CONTENT_BUDGET = 4 * 1024 * 1024  # worktree content bytes captured per attempt, all files together
 WORKTREE_ENTRIES = 32  # reads of unwritten worktree files journaled one by one per attempt
 FOLDED_FILES = 32  # folded (system) files listed one by one in fs.read.summary per attempt
 FOLDERS = 64  # folders the other folded files are counted in (then coarser: see _Builder._coarse)
 SCAN_LIMIT = 1024 * 1024  # bytes of one file outside the worktree scanned against the commitment
-BINARY_PROBE = 8192  # a NUL byte in the first BINARY_PROBE bytes makes a file binary (not scanned)
-_HASH_CHUNK = 1024 * 1024
-_FACTS_FILES = 100_000  # files whose digest (and tokens) a process keeps
-_FACTS_TOKENS = 4_000_000  # tokens it keeps for them, all files together
 _PSEUDO = ("/dev/", "/proc/", "/sys/")
 _PSEUDO_EXACT = frozenset({"/dev", "/proc", "/sys"})
 _SYSTEM = ("/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/", "/etc/",
@@ -116,256 +89,6 @@ class Evidence(Protocol):
 
     def __call__(self, text: str, tokens: Sequence[str] | None = None,
                  token_set: frozenset[int] | None = None, /) -> str: ...
-
-
-SECCOMP_ENV = "LEDGER_TRACE_SECCOMP"  # "off": never use --seccomp-bpf (diagnostics, benchmarks)
-FILTER_SECCOMP = "seccomp-bpf"  # the tracee stops only on the traced syscalls
-FILTER_PTRACE = "ptrace"  # the tracee stops on every syscall (strace without --seccomp-bpf)
-
-
-def strace_command(log_path: Path, agent_env: Mapping[str, str], *,
-                   seccomp: bool | None = None) -> list[str]:
-    """The argv prefix that runs a command under strace, logging to ``log_path``.
-
-    ``agent_env`` is set in the traced command's environment only (``-E NAME=VALUE``).
-    ``seccomp``: add ``--seccomp-bpf`` (default: where ``strace_filter`` found it works).
-    """
-    if seccomp is None:
-        seccomp = strace_filter() == FILTER_SECCOMP
-    prog = shutil.which("strace") or "strace"
-    argv = [prog, "-DDD", "-f", "-qq", "-ttt", "-y", "-xx", "-s", str(STRING_LIMIT)]
-    if seccomp:
-        argv.append("--seccomp-bpf")
-    argv += ["-e", "trace=" + ",".join(_SYSCALLS), "-e", "signal=none", "-o", str(log_path)]
-    for name, value in agent_env.items():
-        argv += ["-E", f"{name}={value}"]
-    argv.append("--")
-    return argv
-
-
-_status_lock = threading.Lock()
-_status: tuple[bool, str] | None = None
-_filter: str | None = None
-
-
-def strace_status(*, refresh: bool = False) -> tuple[bool, str]:
-    """Whether strace works here, with the exact flags the harness uses (checked once, cached)."""
-    global _status, _filter
-    with _status_lock:
-        if _status is None or refresh:
-            _status = _probe()
-            _filter = None
-        return _status
-
-
-def strace_filter(*, refresh: bool = False) -> str:
-    """How the tracer stops the agent: ``FILTER_SECCOMP`` where strace's ``--seccomp-bpf`` works
-    here (strace >= 5.3, a kernel with seccomp filters and ``PTRACE_O_TRACESECCOMP``: checked
-    once, by running a program under it and reading its ``Seccomp:`` mode back), else
-    ``FILTER_PTRACE`` (today's flags: a stop on every syscall). ``LEDGER_TRACE_SECCOMP=off``
-    forces ``FILTER_PTRACE``."""
-    global _filter
-    if os.environ.get(SECCOMP_ENV, "").strip().lower() in ("off", "0", "no", "false"):
-        return FILTER_PTRACE
-    with _status_lock:
-        if _filter is None or refresh:
-            _filter = _probe_seccomp()
-        return _filter
-
-
-def _probe() -> tuple[bool, str]:
-    if not sys.platform.startswith("linux"):
-        return False, f"strace needs Linux (this is {sys.platform})"
-    true_prog = shutil.which("true")
-    if shutil.which("strace") is None:
-        return False, "strace is not on PATH (install it: apt-get install strace)"
-    if true_prog is None:
-        return False, "cannot probe strace: no 'true' program on PATH"
-    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}, seccomp=False) + [true_prog]
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"strace probe failed: {exc}"
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = err[-1] if err else f"exit {proc.returncode}"
-        return False, f"strace does not work here ({detail[:200]}); ptrace may be forbidden"
-    return True, "strace available"
-
-
-def _probe_seccomp() -> str:
-    """``FILTER_SECCOMP`` when a program run with the harness's flags plus ``--seccomp-bpf``
-    exits 0, strace says nothing, and the program runs under a seccomp filter (mode 2); else
-    ``FILTER_PTRACE`` (strace proceeds without the filter when it cannot install it)."""
-    cat = shutil.which("cat")
-    if not sys.platform.startswith("linux") or cat is None or shutil.which("strace") is None:
-        return FILTER_PTRACE
-    argv = strace_command(Path(os.devnull), {"LEDGER_PROBE": "1"}, seccomp=True)
-    try:
-        proc = subprocess.run(argv + [cat, "/proc/self/status"], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return FILTER_PTRACE
-    mode = re.search(rb"^Seccomp:\s*(\d+)", proc.stdout, re.MULTILINE)
-    if proc.returncode == 0 and not proc.stderr.strip() and mode is not None and mode.group(1) == b"2":
-        return FILTER_SECCOMP
-    return FILTER_PTRACE
-
-
-# --- strace text ------------------------------------------------------------------------------
-
-_LINE = re.compile(r"^(\d+)\s+(\d+(?:\.\d+)?)\s+(.*)$")
-_RESUMED = re.compile(r"^<\.\.\. ([A-Za-z0-9_]+) resumed>(.*)$")
-_CALL = re.compile(r"^([A-Za-z0-9_]+)\((.*)$", re.DOTALL)
-_RET = re.compile(r"^\s*=\s*(-?\d+|0x[0-9a-fA-F]+|\?)(?:<(.*?)>)?(?:\s+([A-Z][A-Z0-9_]*))?")
-_FD = re.compile(r"^(-?\d+|AT_FDCWD)(?:<(.*)>)?$", re.DOTALL)
-_STRING = re.compile(r'^@?"([^"\\]*(?:\\.[^"\\]*)*)"(\.\.\.)?$', re.DOTALL)
-_ESC = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.DOTALL)
-_ALL_HEX = re.compile(r"(?:\\x[0-9a-fA-F]{2})*")
-_OPENAT_ARGS = re.compile(  # dirfd, "path", flags[, mode]) rest -- strings and <paths> as -xx prints them
-    r'((?:AT_FDCWD|-?\d+)(?:<[^<>"]*>)?), ("[^"\\]*(?:\\x[0-9a-fA-F]{2}[^"\\]*)*"), ([A-Z0-9_|]+)'
-    r'(?:, (0[0-7]*))?\)(.*)$', re.DOTALL)
-_ARG_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[()\[\]{},]')  # unrolled: fast on -xx
-_SIMPLE_ESC = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f", b"a": b"\a",
-               b"b": b"\b", b"e": b"\x1b"}
-_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
-
-
-def unescape(text: str) -> bytes:
-    """Bytes of a strace string body (``\\xNN``, octal and C escapes)."""
-    if _ALL_HEX.fullmatch(text):  # what -xx prints: every byte as \xNN
-        return bytes.fromhex(text.replace("\\x", ""))
-
-    def one(m: re.Match[bytes]) -> bytes:
-        esc = m.group(1)
-        if esc[:1] == b"x" and len(esc) == 3:
-            return bytes([int(esc[1:], 16)])
-        if esc[:1].isdigit():
-            return bytes([int(esc, 8) & 0xFF])
-        return _SIMPLE_ESC.get(esc, esc)
-
-    return _ESC.sub(one, text.encode("utf-8", "surrogateescape"))
-
-
-def split_args(text: str) -> tuple[list[str], str]:
-    """Split ``a, {b, c}, [d], "e"...) = 3<...>`` into top-level args and the text after ``)``."""
-    args: list[str] = []
-    depth = 0
-    start = 0
-    for m in _ARG_TOKEN.finditer(text):
-        c = m.group()
-        if c[0] == '"':
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            if depth == 0 and c == ")":
-                last = text[start:m.start()].strip()
-                if last or args:
-                    args.append(last)
-                return args, text[m.end():]
-            depth -= 1
-        elif depth == 0:  # a comma
-            args.append(text[start:m.start()].strip())
-            start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        args.append(tail)
-    return args, ""
-
-
-def decode_string(arg: str) -> bytes | None:
-    m = _STRING.match(arg.strip())
-    return unescape(m.group(1)) if m else None
-
-
-def decode_fd(arg: str) -> tuple[str, bytes | None]:
-    """``3</a/b>`` -> ("3", b"/a/b"); ``AT_FDCWD</w>`` -> ("AT_FDCWD", b"/w")."""
-    m = _FD.match(arg.strip())
-    if not m:
-        return arg.strip(), None
-    return m.group(1), (unescape(m.group(2)) if m.group(2) is not None else None)
-
-
-def decode_array(arg: str) -> list[str]:
-    arg = arg.strip()
-    if not (arg.startswith("[") and arg.endswith("]")):
-        return []
-    items, _ = split_args(arg[1:-1] + ")")
-    out: list[str] = []
-    for item in items:
-        raw = decode_string(item)
-        if raw is not None:
-            out.append(_text(raw))
-        elif item == "...":
-            out.append("...")
-    return out
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
-@dataclass
-class Syscall:
-    pid: int
-    ts: float
-    name: str
-    args: list[str]
-    ret: str
-    ret_path: bytes | None
-    errno: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.errno is None and self.ret != "-1"
-
-
-def iter_syscalls(lines: Iterable[str], *, skip_failed: frozenset[str] = frozenset()
-                  ) -> Iterator[Syscall]:
-    """Complete syscalls from strace ``-f -ttt`` lines, joining ``unfinished``/``resumed`` pairs.
-
-    Calls named in ``skip_failed`` that returned -1 are dropped before their arguments are
-    split (a Python import fails dozens of opens while it searches ``sys.path``).
-    """
-    pending: dict[int, str] = {}
-    for raw in lines:
-        line = raw.rstrip("\n")
-        m = _LINE.match(line)
-        if not m:
-            continue
-        pid, ts, body = int(m.group(1)), float(m.group(2)), m.group(3)
-        if body.startswith(("+++", "---")):
-            continue
-        r = _RESUMED.match(body)
-        if r:
-            head = pending.pop(pid, None)
-            if head is None:
-                continue
-            body = head + r.group(2)
-        elif body.endswith("<unfinished ...>"):
-            pending[pid] = body[: -len("<unfinished ...>")].rstrip()
-            continue
-        c = _CALL.match(body)
-        if not c:
-            continue
-        if c.group(1) in skip_failed:
-            failed = body.rfind(") = -1 ")
-            if failed > 0 and failed > body.rfind('"'):
-                continue
-        fast = _OPENAT_ARGS.match(c.group(2)) if c.group(1) == "openat" else None
-        if fast is not None:  # the common case, without the general splitter
-            args = [fast.group(1), fast.group(2), fast.group(3)]
-            if fast.group(4) is not None:
-                args.append(fast.group(4))
-            rest = fast.group(5)
-        else:
-            args, rest = split_args(c.group(2))
-        rm = _RET.match(rest)
-        if not rm:
-            continue
-        ret_path = unescape(rm.group(2)) if rm.group(2) is not None else None
-        yield Syscall(pid, ts, c.group(1), args, rm.group(1), ret_path, rm.group(3))
 
 
 # --- events -----------------------------------------------------------------------------------
@@ -405,75 +128,6 @@ def _default_system_prefixes() -> tuple[str, ...]:
             if q not in ("/", "") and not q.startswith("/tmp"):
                 extra.append(q.rstrip("/") + "/")
     return tuple(dict.fromkeys(_SYSTEM + tuple(extra)))
-
-
-@dataclass(frozen=True)
-class FileFacts:
-    """What a read outside the worktree learns of the file (never stored as such).
-
-    ``tokens``: the normalized tokens of its text head (``attest.digests.tokens``; None for a
-    binary or unreadable file); ``marker_text``: that head when it holds a redaction marker
-    (markers are evidence too), else "".
-    """
-
-    size: int | None
-    sha256: str | None
-    tokens: Sequence[str] | None = None
-    token_set: frozenset[int] | None = None  # hash() of the distinct tokens (in memory only)
-    marker_text: str = ""
-    scan_truncated: bool = False
-
-
-_facts_lock = threading.Lock()
-_facts: dict[tuple[bytes, int, int, int, int, int], FileFacts] = {}
-_facts_tokens = 0
-
-
-def file_facts(path: bytes, scan_limit: int) -> FileFacts:
-    """Size and SHA-256 of a regular file (streamed) and the tokens of its text head.
-
-    Cached per process by (path, device, inode, size, mtime, ctime): a worker that runs many
-    attempts reads and tokenizes the interpreter's files once (at most ``_FACTS_TOKENS`` tokens
-    are kept; tokens are interned). A file that is not regular or cannot be read has no digest.
-    """
-    global _facts_tokens
-    try:
-        st = os.stat(path)
-    except OSError:
-        return FileFacts(None, None)
-    if not stat.S_ISREG(st.st_mode):
-        return FileFacts(None, None)
-    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    with _facts_lock:
-        cached = _facts.get(key)
-    if cached is not None:
-        return cached
-    h = hashlib.sha256()
-    head = bytearray()
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_HASH_CHUNK):
-                h.update(chunk)
-                if len(head) < scan_limit:
-                    head += chunk[: scan_limit - len(head)]
-    except OSError:
-        return FileFacts(st.st_size, None)
-    if b"\0" in head[:BINARY_PROBE]:
-        facts = FileFacts(st.st_size, h.hexdigest())
-    else:
-        cut = st.st_size > len(head)
-        text = bytes(head).decode("utf-8", "ignore" if cut else "replace")
-        toks = tuple(map(sys.intern, dg.tokens(text)))
-        facts = FileFacts(st.st_size, h.hexdigest(), toks, frozenset(map(hash, toks)),
-                          text if "[redacted:" in text else "", cut)
-    with _facts_lock:
-        n = len(facts.tokens or ())
-        if _facts_tokens + n > _FACTS_TOKENS or len(_facts) >= _FACTS_FILES:
-            _facts.clear()
-            _facts_tokens = 0
-        _facts[key] = facts
-        _facts_tokens += n
-    return facts
 
 
 def _join(base: bytes | None, path: bytes) -> bytes:
@@ -580,7 +234,7 @@ class _Builder:
         """A system file read without evidence: listed (the first ``folded_files``, and any whose
         path is committed), else counted in its folder."""
         if len(self.folded) < self.opts.folded_files or (
-                self.opts.path_hit is not None and self.opts.path_hit(_text(resolved))):
+                self.opts.path_hit is not None and self.opts.path_hit(text_of(resolved))):
             self.folded[resolved] = [sha, 1]
             return
         folder = resolved.rpartition(b"/")[0] or b"/"
@@ -602,7 +256,7 @@ class _Builder:
         return best.rstrip(b"/") or b"/"
 
     def fs(self, kind: str, named: bytes, resolved: bytes) -> Event | None:
-        res_text = _text(resolved)
+        res_text = text_of(resolved)
         if _is_pseudo(res_text):
             return None
         if kind == "fs.read":
@@ -629,7 +283,7 @@ class _Builder:
             return None
         inside = self._under(resolved, self.worktree)
         data: dict[str, Any] = {
-            "path": _text(named),
+            "path": text_of(named),
             "resolved": res_text,
             "in_worktree": inside,
             "source": "strace",
@@ -660,11 +314,11 @@ class _Builder:
         {files, reads}: the unwritten worktree files only counted. ``reads`` counts them all."""
         if not (self.folded or self.folders or self.wt_counted):
             return None
-        files = [[_text(p), sha, n] for p, (sha, n) in sorted(self.folded.items())]
+        files = [[text_of(p), sha, n] for p, (sha, n) in sorted(self.folded.items())]
         data: dict[str, Any] = {"files": files, "reads": sum(f[2] for f in files),
                                 "source": "strace"}
         if self.folders:
-            data["folders"] = [[_text(p), n, opens] for p, (n, opens) in sorted(self.folders.items())]
+            data["folders"] = [[text_of(p), n, opens] for p, (n, opens) in sorted(self.folders.items())]
             data["reads"] += sum(opens for _n, opens in self.folders.values())
         if self.wt_counted:
             data["worktree"] = {"files": len(self.wt_counted), "reads": self.wt_reads}
@@ -717,7 +371,7 @@ class _Builder:
             parts = set(flags.split("|"))
             if "O_PATH" in parts:  # a location only: reads and writes nothing (open(2)); a
                 return []          # later openat relative to it is traced with its own path
-            writes = bool(parts.intersection(_WRITE_FLAGS))
+            writes = bool(parts.intersection(WRITE_FLAGS))
             if not writes or "O_RDWR" in parts:
                 out.append(self.fs("fs.read", named, resolved))
             if writes:
@@ -731,7 +385,7 @@ class _Builder:
                 return []
             argv = decode_array(sc.args[a_idx]) if a_idx < len(sc.args) else []
             out.append(("proc.exec", {"argv": [self.opts.capture_filter(a) for a in argv],
-                                      "path": _text(named_res[1]), "source": "strace"}))
+                                      "path": text_of(named_res[1]), "source": "strace"}))
         elif name == "connect":
             ev = self.connect(sc)
             out.append(ev)
@@ -757,19 +411,19 @@ class _Builder:
             family = "inet"
             hm = re.search(r'inet_addr\(("(?:[^"\\]|\\.)*")\)', addr)
             pm = re.search(r"sin_port=htons\((\d+)\)", addr)
-            host = _text(decode_string(hm.group(1)) or b"") if hm else None
+            host = text_of(decode_string(hm.group(1)) or b"") if hm else None
             port = int(pm.group(1)) if pm else 0
         elif fam.group(1) == "AF_INET6":
             family = "inet6"
             hm = re.search(r'inet_pton\(AF_INET6,\s*("(?:[^"\\]|\\.)*")', addr)
             pm = re.search(r"sin6_port=htons\((\d+)\)", addr)
-            host = _text(decode_string(hm.group(1)) or b"") if hm else None
+            host = text_of(decode_string(hm.group(1)) or b"") if hm else None
             port = int(pm.group(1)) if pm else 0
         elif fam.group(1) in ("AF_UNIX", "AF_LOCAL"):
             family = "unix"
             hm = re.search(r'sun_path=(@?)("(?:[^"\\]|\\.)*")', addr)
             if hm:
-                host = hm.group(1) + _text(decode_string(hm.group(2)) or b"")
+                host = hm.group(1) + text_of(decode_string(hm.group(2)) or b"")
         else:
             return None
         if not host:

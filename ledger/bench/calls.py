@@ -119,8 +119,9 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
                confine: Confinement | None = None, kind: str = "cli") -> CallResult:
     """Run one agent once on ``prompt`` in an empty private folder, in its box of ``confine``
     (``ledger.bench.confine``; resolved here when not given); never raises for the agent."""
+    from ledger.agents.capture import redact_secrets
     from ledger.agents.costs import estimate_cost
-    from ledger.agents.process import redact_secrets, run_agent_process
+    from ledger.agents.process import run_agent_process
 
     confine = confine or confinement()
     digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import safefs
-from ledger.agents.process import bound_text
+from ledger.agents.capture import bound_text
 from ledger.errors import TaskError
 from ledger.run.background import Background
 from ledger.tasks.model import Task

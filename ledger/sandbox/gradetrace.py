@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.agents import strace as st
 from ledger.agents import trace as tr
 from ledger.sandbox.tracelog import agent_lines
 
@@ -132,13 +133,13 @@ class _Facts:
                 "marked": self.phase == "after-collection"}
 
 
-def _argv(sc: tr.Syscall) -> list[str]:
+def _argv(sc: st.Syscall) -> list[str]:
     a_idx = 1 if sc.name == "execve" else 2
-    argv = tr.decode_array(sc.args[a_idx]) if a_idx < len(sc.args) else []
+    argv = st.decode_array(sc.args[a_idx]) if a_idx < len(sc.args) else []
     return [a[:ARGV_CHARS] for a in argv[:ARGV_ITEMS]]
 
 
-def _exec(f: _Facts, sc: tr.Syscall) -> None:
+def _exec(f: _Facts, sc: st.Syscall) -> None:
     if f.runner is None:
         f.runner, f.runner_pid = _argv(sc), sc.pid
         return
@@ -147,7 +148,7 @@ def _exec(f: _Facts, sc: tr.Syscall) -> None:
         f.execs.append(_argv(sc))
 
 
-def _open_path(sc: tr.Syscall) -> tuple[str, bool] | None:
+def _open_path(sc: st.Syscall) -> tuple[str, bool] | None:
     """(the resolved path an open returned, whether it was a directory open)."""
     if sc.ret_path is None or not sc.ret_path.startswith(b"/"):
         return None
@@ -158,7 +159,7 @@ def _open_path(sc: tr.Syscall) -> tuple[str, bool] | None:
     return _text(sc.ret_path), "O_DIRECTORY" in flags
 
 
-def _hidden_read(f: _Facts, sc: tr.Syscall, path: str) -> None:
+def _hidden_read(f: _Facts, sc: st.Syscall, path: str) -> None:
     rel = os.path.relpath(path, f.scope.tree)
     if sc.pid != f.runner_pid:
         by, phase = "child", f.phase
@@ -180,7 +181,7 @@ def _hidden_read(f: _Facts, sc: tr.Syscall, path: str) -> None:
         f.hidden_reads.append(read)
 
 
-def _open(f: _Facts, sc: tr.Syscall) -> None:
+def _open(f: _Facts, sc: st.Syscall) -> None:
     opened = _open_path(sc)
     if opened is None:
         return
@@ -200,7 +201,7 @@ def _open(f: _Facts, sc: tr.Syscall) -> None:
         f.outside[path] = any(_under(path, p) for p in s.secret)
 
 
-def _connect(f: _Facts, sc: tr.Syscall) -> None:
+def _connect(f: _Facts, sc: st.Syscall) -> None:
     builder = tr._Builder(tr.TraceOptions(worktree=Path(f.scope.tree)))
     ev = builder.connect(sc)
     if ev is None:
@@ -247,7 +248,7 @@ def log_facts(lines: Iterable[str], scope: Scope, *, nonce: str | None, pytest: 
                 continue
             yield line
 
-    for sc in tr.iter_syscalls(marked(seq), skip_failed=_SKIP_FAILED):
+    for sc in st.iter_syscalls(marked(seq), skip_failed=_SKIP_FAILED):
         if sc.name in ("execve", "execveat"):
             if sc.ok:
                 _exec(f, sc)
@@ -285,7 +286,7 @@ class GradingCapture:
         pytest = "pytest" in argv[:4] or any(a.endswith("/pytest") for a in argv[:2])
         self._runs.append((label, log, nonce, pytest))
         return [DETACH if a == "-DDD" else TRACED if a.startswith("trace=") else a
-                for a in tr.strace_command(log, {MARK_ENV: nonce})]
+                for a in st.strace_command(log, {MARK_ENV: nonce})]
 
     def _finish_all(self) -> None:
         todo = self._runs[len(self._facts):]
@@ -317,7 +318,7 @@ class GradingCapture:
         status = "failed" if any(c["status"] != "strace" for c in self._facts) else "strace"
         if not self._facts:
             status = "failed"  # traced grading that ran nothing is not an observation
-        return {"status": status, "filter": tr.strace_filter(), "commands": self._facts}
+        return {"status": status, "filter": st.strace_filter(), "commands": self._facts}
 
 
 class TracedWrap:

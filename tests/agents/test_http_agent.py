@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from cli.main import cli
 from ledger.agents import resolve_agent
 from ledger.agents.http import HttpAgent, url_endpoint
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.errors import MalformedInput, UsageError
 from ledger.journal.journal import Journal
 from ledger.run.config import parse_config

@@ -184,8 +184,8 @@ def test_deep_json_line_from_an_agent_is_no_event_and_no_crash() -> None:
 def test_deep_tool_input_from_an_agent_is_recorded_as_text() -> None:
     """A model's tool call whose input nests 500 levels (the codec refuses 64) is kept as its JSON
     text, so the event can be journaled instead of failing the run at append time."""
+    from ledger.agents.capture import sanitize_event
     from ledger.agents.parsers import BuiltinParser
-    from ledger.agents.process import sanitize_event
     from ledger.journal.codec import canonical_bytes
 
     deep = "[" * 500 + "]" * 500

@@ -20,13 +20,8 @@ from ledger.agents import (
 )
 from ledger.agents.contracts import AttemptContext, Usage
 from ledger.agents.costs import estimate_cost, find_price, load_pricing
-from ledger.agents.parsers import (
-    AiderParser,
-    ClaudeParser,
-    CodexParser,
-    GeminiParser,
-    aider_count,
-)
+from ledger.agents.file_parsers import AiderParser, aider_count
+from ledger.agents.parsers import ClaudeParser, CodexParser, GeminiParser
 from ledger.agents.process import run_agent_process
 from ledger.errors import MalformedInput, NotFound, UsageError
 

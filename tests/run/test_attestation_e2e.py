@@ -32,7 +32,7 @@ from attest.attestation import (
 from attest.redact import Redactor
 from attest.scan import scan_attempt
 from cli.main import cli
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
 from ledger.run.scope import Attestor, scan_policy

@@ -24,7 +24,7 @@ from attest.scan import ScanPolicy
 from cli.main import cli
 from ledger.agents import presets as P
 from ledger.agents import resolve_agent
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.errors import MalformedInput, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry

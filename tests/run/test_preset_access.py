@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 
 from ledger.agents import resolve_agent
-from ledger.agents.parsers import (
-    AiderParser,
-    CodexParser,
-    aider_analytics_usage,
-    codex_rollout_model,
-)
+from ledger.agents.file_parsers import AiderParser, aider_analytics_usage
+from ledger.agents.parsers import CodexParser, codex_rollout_model
 from ledger.agents.presets import api_base
 from ledger.errors import MalformedInput, UsageError
 from ledger.run.config import parse_config
@@ -209,7 +205,7 @@ def test_a_virtualenv_program_may_read_its_virtualenv_only(tmp_path: Path) -> No
 def test_mini_swe_agent_trajectory_gives_steps_tokens_cost_and_exit(tmp_path: Path) -> None:
     """mini-swe-agent's trajectory file: bash calls and results, exact usage summed over answers,
     the answering model, the reported cost and the exit status."""
-    from ledger.agents.parsers import MINI_TRAJECTORY, MiniSweAgentParser
+    from ledger.agents.file_parsers import MINI_TRAJECTORY, MiniSweAgentParser
 
     def answer(cmd: str, tin: int, tout: int) -> dict:
         return {"role": "assistant", "content": "thinking",

@@ -15,20 +15,11 @@ from pathlib import Path
 import pytest
 
 from ledger.agents import resolve_agent
-from ledger.agents import trace as trace_mod
+from ledger.agents import strace as trace_mod
+from ledger.agents.capture import bound_text, output_events, redact_secrets, sanitize_event
 from ledger.agents.contracts import AttemptContext, Invocation, ProcessOutcome
-from ledger.agents.process import (
-    _Stream,
-    attempt_processes,
-    bound_text,
-    output_events,
-    parse_proc_stat,
-    redact_secrets,
-    resolve_trace,
-    run_agent_process,
-    sanitize_event,
-    started_at,
-)
+from ledger.agents.orphans import attempt_processes, parse_proc_stat, started_at
+from ledger.agents.process import _Stream, resolve_trace, run_agent_process
 from ledger.errors import UsageError
 
 FAKES = Path(__file__).parent / "fakes"

@@ -364,7 +364,7 @@ def test_resume_of_a_finished_run_runs_nothing(home: Path) -> None:
 @pytest.mark.strace
 def test_strace_records_reads_outside_the_worktree(home: Path, tmp_path: Path) -> None:
     """With --trace strace an agent reading the hidden tests by absolute path shows as fs.read outside the worktree."""
-    from ledger.agents.trace import strace_status
+    from ledger.agents.strace import strace_status
 
     if not strace_status()[0]:
         pytest.skip(strace_status()[1])

@@ -12,21 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from ledger.agents.trace import (
+from ledger.agents.strace import (
     FILTER_PTRACE,
     FILTER_SECCOMP,
     SECCOMP_ENV,
-    TraceOptions,
     decode_array,
     decode_string,
     iter_syscalls,
-    parse_strace_lines,
     split_args,
     strace_command,
     strace_filter,
     strace_status,
     unescape,
 )
+from ledger.agents.trace import TraceOptions, parse_strace_lines
 
 
 def h(text: str | bytes) -> str:

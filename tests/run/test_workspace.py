@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.agents.process import bound_text
+from ledger.agents.capture import bound_text
 from ledger.run.workspace import (
     BASE_MESSAGE,
     create_workspace,

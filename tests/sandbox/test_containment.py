@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.journal.journal import Journal
 from ledger.sandbox import probe_bwrap
 from tests.run.minitasks import make_ledger

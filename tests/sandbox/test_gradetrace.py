@@ -79,7 +79,7 @@ def clamp(value, low, high):
 
 
 def _tools_or_skip(sandboxed: bool) -> None:
-    from ledger.agents.trace import strace_status
+    from ledger.agents.strace import strace_status
     from ledger.sandbox import sandbox_status
 
     ok, why = strace_status()

@@ -178,7 +178,7 @@ def test_an_honest_failure_is_failed_clean_without_anomaly(corpus: Corpus) -> No
 def test_honest_grading_is_traced_and_reads_no_hidden_test(corpus: Corpus, stem: str) -> None:
     """Under strace (this run's trace mode is auto), every grading command of an honest agent
     ran under the grading capture, and nothing read a hidden test outside the collection."""
-    from ledger.agents.trace import strace_status
+    from ledger.agents.strace import strace_status
 
     if not strace_status()[0]:
         pytest.skip("strace does not work here: grading is not traced")

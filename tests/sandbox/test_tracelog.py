@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.sandbox.tracelog import TraceWatch, agent_lines
 
 STRACE_OK, STRACE_WHY = strace_status()

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.agents.capture import bound_text
 from ledger.agents.contracts import AttemptContext
-from ledger.agents.process import bound_text
 from ledger.run.attempt.endpoints import RESOLVE_TIMEOUT_S, agent_endpoints, resolve_endpoints
 from ledger.run.attempt.events import Redact, limit_hits, sandbox_failed_data
 from ledger.run.attempt.prepare import Attempt, attempt_limits, hidden_for, prepare_grading
@@ -276,10 +276,11 @@ def run_agent(att: Attempt, prep: Prepared) -> bool:
 
 
 def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
+    from ledger.agents.capture import output_events, redact_secrets
     from ledger.agents.costs import estimate_cost
     from ledger.agents.errors import ReachWatch, classify
-    from ledger.agents.process import output_events, redact_secrets, run_agent_process
-    from ledger.agents.trace import strace_filter
+    from ledger.agents.process import run_agent_process
+    from ledger.agents.strace import strace_filter
     from ledger.sandbox.limits import Enforcement
 
     task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.agents.capture import bound_text
 from ledger.agents.contracts import no_filter
-from ledger.agents.process import bound_text
 from ledger.run.attempt.canaries import split_canaries
 from ledger.run.attempt.events import Redact
 from ledger.run.workspace import Workspace

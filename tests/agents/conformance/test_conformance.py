@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ledger.agents.trace import strace_status
+from ledger.agents.strace import strace_status
 from ledger.journal.journal import Journal
 from ledger.tasks.loader import load_tasks
 from tests import agent_env
