@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.agents.process import bound_text
+from ledger.agents.capture import bound_text
 from ledger.bench.confine import Confinement, confinement
 from ledger.sandbox import paths
 from ledger.sandbox.port import GradingRequest

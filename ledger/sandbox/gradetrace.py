@@ -7,7 +7,7 @@
 
 Each grading command (the hidden suite with its canaries, every completion signal and signal
 canary, the regression suite) runs as ``strace <the agent's flags> -o LOG -E LEDGER_TRACE_MARK=..
--- bwrap ... -- COMMAND`` (``ledger.agents.trace.strace_command``, detached with ``-DD``: ``DETACH``):
+-- bwrap ... -- COMMAND`` (``ledger.agents.strace.strace_command``, detached with ``-DD``: ``DETACH``):
 the tracer is outside the grading sandbox, in the harness's PID namespace. Its log is read with the agent's parser
 (``iter_syscalls``), bwrap's own set-up cut off (``ledger.sandbox.tracelog.agent_lines``), into
 the facts of ``grading.trace`` (journaled once per attempt, judged by ``attest.grading_scan``):
