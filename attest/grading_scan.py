@@ -1,6 +1,6 @@
 """What the attestation says about the grading phase: pure, over the attempt's decoded entries.
 
-    grading.trace (ledger/sandbox/gradetrace.py), sandbox.failed (stage grading), canary.result
+    grading.trace (ledger/run/attempt/gradetrace.py), sandbox.failed (stage grading), canary.result
         --judge_grading--> (matches, summary)
 
 One attestation covers the attempt, issued after grading (its range runs from the commitment to

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from attest.grading_scan import HIDDEN_READ, NETWORK, GradingSeen, judge_grading
-from ledger.sandbox.gradetrace import GradingCapture, grading_scope, log_facts
+from ledger.run.attempt.gradetrace import GradingCapture, grading_scope, log_facts
 from tests.run.canary_attacks import CHEATS, OPS_HEAD
 
 pytestmark = pytest.mark.sandbox
@@ -222,7 +222,7 @@ def test_tracing_off_runs_commands_as_they_are(tmp_path: Path) -> None:
 
 def test_log_facts_of_a_hand_written_log() -> None:
     """The rules on a small log in strace's own format (one pid, the mark in between)."""
-    from ledger.sandbox.gradetrace import MARK_PREFIX, Scope
+    from ledger.run.attempt.gradetrace import MARK_PREFIX, Scope
 
     def hx(s: str) -> str:
         return "".join(f"\\x{b:02x}" for b in s.encode())

@@ -88,7 +88,7 @@ class Boxed:
     limits: Any = None
     redact: Redact = no_filter
     stage: str = "grading"
-    capture: Any = None  # the grading capture (``ledger.sandbox.gradetrace``): strace outside
+    capture: Any = None  # the grading capture (``ledger.run.attempt.gradetrace``): strace outside
 
 
 def unconfined(ws: Workspace) -> Boxed:

@@ -15,7 +15,7 @@ a 4-byte big-endian length, then that many bytes of UTF-8 JSON (an object with a
 Under the harness's grading capture (``LEDGER_TRACE_MARK``, taken out of the environment when
 this module is imported), the end of collection is marked in the trace: two failed opens of
 ``/proc/self/ledger-mark-<nonce>-collected`` / ``-warmed`` around a read of every collected file
-into ``linecache`` (ledger/sandbox/gradetrace.py says why).
+into ``linecache`` (ledger/run/attempt/gradetrace.py says why).
 
 ``outcome`` is worked out here from each phase's exception (``call.excinfo``), ``reported`` is
 what pytest's report says; they differ when something rewrote pytest's reports. The reporter
@@ -175,7 +175,7 @@ def pytest_collection_finish(session):
 
 
 def _trace_mark(what):
-    """A failed open the harness's tracer sees (ledger/sandbox/gradetrace.py): nothing else."""
+    """A failed open the harness's tracer sees (ledger/run/attempt/gradetrace.py): nothing else."""
     try:
         _os.close(_os.open("/proc/self/ledger-mark-%s-%s" % (_mark, what), _os.O_RDONLY))
     except OSError:

@@ -163,8 +163,8 @@ def _hidden_read(f: _Facts, sc: st.Syscall, path: str) -> None:
     rel = os.path.relpath(path, f.scope.tree)
     if sc.pid != f.runner_pid:
         by, phase = "child", f.phase
-    elif not f.pytest:
-        by, phase = "runner", "no-collection"
+    elif not f.pytest:  # the task's own runner (a check script): it reads its own scripts;
+        return  # only its children's reads count (exit-code outcomes are weaker evidence)
     elif f.phase == "collection":
         if path not in f.opened:
             f.opened.add(path)
