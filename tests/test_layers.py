@@ -111,3 +111,118 @@ def test_one_table_renderer() -> None:
     users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
                    if '"---" for _ in' in p.read_text(encoding="utf-8"))
     assert users == ["cli/table.py"]
+
+
+# --------------------------------------------------------------------------- every floor
+
+# The floors, lowest first: a package imports only packages of its own floor or below, and the
+# package graph has no circle. A new package is placed here (the test says so when it is not).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("ledger", "ledger.errors", "ledger.log", "ledger.home", "ledger.safefs", "ledger.limits",
+     "ledger.endpoints",
+     "ledger.spawn"),
+    ("ledger.journal",),
+    ("attest", "evaluators"),
+    ("ledger.tasks", "ledger.sandbox", "ledger.agents", "ledger.environments"),
+    ("ledger.session", "ledger.verify", "ledger.view", "ledger.publish"),
+    ("ledger.run", "ledger.bench"),
+    ("cli",),
+)
+# Edges inside one floor that the design allows (the rest of a floor does not import itself).
+SIDEWAYS = {("evaluators", "attest"), ("ledger.agents", "ledger.sandbox"),
+            ("ledger.agents", "ledger.tasks"),  # the built-in agents read the task they run
+            ("ledger.environments", "ledger.sandbox"), ("ledger.sandbox", "ledger.environments"),
+            ("ledger.run", "ledger.bench"), ("ledger.bench", "ledger.run"),
+            ("ledger.view", "ledger.verify"), ("ledger.publish", "ledger.verify"),
+            ("ledger.session", "ledger.verify")}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return "ledger." + parts[1] if parts[0] == "ledger" and len(parts) > 1 else parts[0]
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every product module ``path`` imports, lazily or not (``from ledger import x`` is
+    ``ledger.x``)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{alias.name}" for alias in node.names
+                       if node.module in PACKAGES or node.module == "ledger")
+    return {m for m in out if m.split(".")[0] in PACKAGES and _is_module(m)}
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (ROOT / rel.with_suffix(".py")).exists() or (ROOT / rel / "__init__.py").exists()
+
+
+def _package_graph() -> dict[str, dict[str, list[str]]]:
+    """package -> imported package -> the modules that import it (for the message)."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for path in _source_files():
+        src = _package(_module_of(path))
+        for mod in _imported_modules(path):
+            dst = _package(mod)
+            if dst != src:
+                graph.setdefault(src, {}).setdefault(dst, []).append(_module_of(path))
+    return graph
+
+
+def _floor(package: str) -> int:
+    for i, floor in enumerate(FLOORS):
+        if package in floor:
+            return i
+    raise AssertionError(f"package {package} has no floor: place it in FLOORS "
+                         f"(tests/test_layers.py) and in docs/ARCHITECTURE.md")
+
+
+def test_every_package_has_a_floor_and_imports_nothing_above_it() -> None:
+    """No arrow up: a package imports only from its own floor (where SIDEWAYS allows) or below."""
+    bad = []
+    for src, targets in sorted(_package_graph().items()):
+        for dst, users in sorted(targets.items()):
+            above = _floor(dst) > _floor(src)
+            sideways = (_floor(dst) == _floor(src) > 0  # the ground's leaf modules may
+                        and (src, dst) not in SIDEWAYS)  # import each other (no circle)
+            if above or sideways:
+                bad.append(f"{src} -> {dst} ({', '.join(sorted(set(users))[:3])})")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_package_graph_has_no_circle() -> None:
+    """No two packages import each other, directly or through others."""
+    graph = {src: set(targets) for src, targets in _package_graph().items()}
+    circles = []
+
+    def walk(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == path[0]:
+                circles.append(" -> ".join([*path, nxt]))
+            elif nxt not in path and nxt > path[0]:  # each circle once, from its least package
+                walk(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        walk(start, [start])
+    assert not circles, "\n".join(circles)
+
+
+def test_the_middle_floor_stays_apart() -> None:
+    """Issue 21's seams: tasks imports no sandbox, run or agents (a command runner is passed in);
+    the sandbox imports no run, agents, tasks or attest; agents import no run."""
+    rules = {"ledger.tasks": ("ledger.sandbox", "ledger.run", "ledger.agents"),
+             "ledger.sandbox": ("ledger.run", "ledger.agents", "ledger.tasks", "attest"),
+             "ledger.agents": ("ledger.run",)}
+    graph = _package_graph()
+    bad = [f"{src} -> {dst} ({', '.join(sorted(set(graph[src][dst]))[:3])})"
+           for src, forbidden in rules.items() for dst in forbidden if dst in graph.get(src, {})]
+    assert not bad, "\n".join(bad)
