@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from cryptography.exceptions import InvalidSignature
 
 from attest import digests as dg
-from attest.grading_scan import grading_observed
 from attest.attestation_format import (
     COMMITMENT_KEY_LABEL,
     MAX_EMBEDDED_MATCHES,
@@ -32,6 +31,7 @@ from attest.attestation_format import (
     seal_mac,
     signed_bytes,
 )
+from attest.grading_scan import grading_observed
 from attest.scan import (
     ACTIVITY_KINDS,
     OBSERVED_TRACES,

@@ -27,8 +27,8 @@ def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
     trace mode is strace (the agent's capture) unless the run turned it off (``grading_trace:
     false``, the benchmark's baseline), its scope the tree and the hidden paths."""
     from ledger.agents.process import resolve_trace
-    from ledger.run.attempt.prepare import hidden_for
     from ledger.run.attempt.gradetrace import GradingCapture, grading_scope
+    from ledger.run.attempt.prepare import hidden_for
 
     task = att.task
     scope = grading_scope(tree=tree.worktree, hidden_dir=task.hidden_tests_dir,

@@ -32,6 +32,7 @@ runs on any Python 3.8+ with pytest 7+.
 import json as _json
 import os as _os
 import struct as _struct
+from contextlib import suppress as _suppress
 
 _write = _os.write
 _dumps = _json.dumps
@@ -176,10 +177,8 @@ def pytest_collection_finish(session):
 
 def _trace_mark(what):
     """A failed open the harness's tracer sees (ledger/run/attempt/gradetrace.py): nothing else."""
-    try:
-        _os.close(_os.open("/proc/self/ledger-mark-%s-%s" % (_mark, what), _os.O_RDONLY))
-    except OSError:
-        pass
+    with _suppress(OSError):
+        _os.close(_os.open(f"/proc/self/ledger-mark-{_mark}-{what}", _os.O_RDONLY))
 
 
 def _collected_mark(session):
@@ -190,10 +189,8 @@ def _collected_mark(session):
     _trace_mark("collected")
     import linecache
     for path in sorted({str(getattr(item, "path", None) or item.fspath) for item in session.items}):
-        try:
+        with _suppress(Exception):
             linecache.getlines(path)
-        except Exception:
-            pass
     _trace_mark("warmed")
 
 
