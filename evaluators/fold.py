@@ -43,10 +43,12 @@ KNOWN_KINDS = frozenset({
     "grading", "grading.expected", "grading.anomaly", "sandbox.failed", "canary.commitment",
     "canary.result", "limit.hit",
 })
-# Kinds the harness writes that the golden fold does not read (the HTTP agent's model turns and
-# the proxy's responses). The view counts them among ``entries.unknown`` as it always has, so
-# views recorded before stay replayable; readers name them as the harness's own, never unknown.
-UNSCORED_HARNESS_KINDS = frozenset({"model.request", "model.response", "net.response"})
+# Kinds the harness writes that the golden fold does not read (the HTTP agent's model turns,
+# the proxy's responses, the grading capture that the attestation judges). The view counts them
+# among ``entries.unknown`` as it always has, so views recorded before stay replayable; readers
+# name them as the harness's own, never unknown.
+UNSCORED_HARNESS_KINDS = frozenset({"model.request", "model.response", "net.response",
+                                    "grading.trace"})  # the attestation reads it, the score not
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
 TEST_OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
