@@ -6,7 +6,7 @@ journal-only verify of the same file, each as a whole process.
 Builds a journal of N smoke-sized attempts (22 entries each, as a ``--trace none`` smoke attempt
 writes: started, commitment, baseline, agent start, tool calls and results, output, finish, a
 signal, two test results, a diff, attempt.finished) with a real signed attestation per attempt
-(``ledger.run.scope.Attestor``, the coordinator's own step, against a packaged smoke task's
+(``ledger.run.attestor.Attestor``, the coordinator's own step, against a packaged smoke task's
 commitment), then run.finished and the recorded view. Then it times, as child processes, best
 of ``--rounds`` (CPU time of the child, user + sys, for the ratio; wall time is reported too):
 
@@ -36,7 +36,7 @@ from attest.attestation import COMMITMENT_KEY_LABEL  # noqa: E402
 from evaluators.views import recorded_view_data  # noqa: E402
 from ledger.journal.journal import Journal  # noqa: E402
 from ledger.journal.keys import init_keys  # noqa: E402
-from ledger.run.scope import Attestor  # noqa: E402
+from ledger.run.attestor import Attestor  # noqa: E402
 from ledger.tasks.loader import load_tasks  # noqa: E402
 from ledger.tasks.material import commitment_for_task  # noqa: E402
 

@@ -76,7 +76,7 @@ def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree
     """``(invocation, sandbox)`` to hand ``run_agent_process`` for one call, the box closed on
     exit. ``sandbox`` is the box's policy (what the agent runner takes today), None for a backend
     that confines nothing; a backend whose boxes the agent runner cannot take is refused."""
-    from ledger.run.scope import endpoint_allowlist
+    from ledger.run.attestor import endpoint_allowlist
     from ledger.sandbox import net
     from ledger.sandbox.setup import sandbox_env
 

@@ -1,6 +1,6 @@
 """The coordinator of a run: takes a plan (``plan.py``), hands its attempts to an executor
 (``executors/``), and appends what they report through its ``ledger.session.Session`` (the one
-writer; the attestation policy is ``CleanRunAttestation`` over ``scope.Attestor``).
+writer; the attestation policy is ``CleanRunAttestation`` over ``attestor.Attestor``).
 
     execute_run(home, RunRequest)
       the session (keys created if absent, the journal checked sound) -> tasks -> agents (all
@@ -58,7 +58,7 @@ from ledger.run.plan import (
     resume_plan,
     task_record,
 )
-from ledger.run.scope import Attestor, secret_patterns_of
+from ledger.run.attestor import Attestor, secret_patterns_of
 from ledger.run.summary import AttemptResult, RunSummary
 from ledger.session import HARNESS, CleanRunAttestation, JournalWriter, Session
 

@@ -5,7 +5,7 @@
     NoAttestation       a bench: nothing is attested
     CleanRunAttestation a run: an attempt that journaled a ``commitment`` is due once its
                         ``attempt.finished`` is journaled; the scan and the signing are the
-                        ``Attestor``'s (``ledger.run.scope``), handed in
+                        ``Attestor``'s (``ledger.run.attestor``), handed in
 
 The policy keeps, as the entries are appended (or read back on resume), each attempt's entries
 until it is attested, so nothing is read back from the journal to attest it.
@@ -50,7 +50,7 @@ class NoAttestation:
 
 
 class Attestor(Protocol):
-    """``ledger.run.scope.Attestor``: scans one attempt and builds its attestation data."""
+    """``ledger.run.attestor.Attestor``: scans one attempt and builds its attestation data."""
 
     def attest(self, run_id: str, attempt_id: str, task_id: str, task: Any,
                entries: Sequence[Entry],

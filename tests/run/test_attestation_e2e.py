@@ -35,7 +35,7 @@ from cli.main import cli
 from ledger.agents.strace import strace_status
 from ledger.journal.journal import Journal
 from ledger.journal.keys import load_keys
-from ledger.run.scope import Attestor, scan_policy
+from ledger.run.attestor import Attestor, scan_policy
 from ledger.tasks.loader import available_tiers, load_tasks
 from ledger.tasks.material import public_material
 from ledger.tasks.model import Task

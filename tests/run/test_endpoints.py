@@ -33,7 +33,7 @@ from ledger.run.attempt import agent_endpoints, resolve_endpoints, static_resolv
 from ledger.run.config import parse_config
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
-from ledger.run.scope import endpoint_allowlist, scan_policy
+from ledger.run.attestor import endpoint_allowlist, scan_policy
 from tests.run.minitasks import make_ledger
 
 STRACE_OK, STRACE_WHY = strace_status()

@@ -49,7 +49,7 @@ def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[st
     With a network allowlist (the task's, the agent's declared endpoints) the harness's proxy
     serves the attempt on a unix socket bound into the sandbox, and the agent runs behind the
     in-sandbox forwarder (``ledger.sandbox.net``); without one the sandbox has no network."""
-    from ledger.run.scope import endpoint_allowlist
+    from ledger.run.attestor import endpoint_allowlist
     from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
 
     task, agent, ws = att.task, att.agent, att.ws
