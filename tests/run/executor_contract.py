@@ -2,7 +2,7 @@
 and RayExecutor (test_ray_executor.py, on that module's loopback cluster) alike; each module
 imports them and defines the ``executor`` fixture for its implementation.
 
-The coordinator relies on exactly these behaviours (``ledger.run.executors.contract.Executor``)
+The coordinator relies on exactly these behaviours (``ledger.run.executors.protocol.Executor``)
 and never probes an executor for optional methods.
 """
 

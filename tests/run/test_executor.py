@@ -15,7 +15,7 @@ import pytest
 
 from ledger.errors import UsageError
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executors.contract import AttemptStopped
+from ledger.run.executors.protocol import AttemptStopped
 from ledger.run.executors.local import LocalExecutor
 
 HERE = "tests.run.test_executor"

@@ -24,7 +24,7 @@ host at once, 2 s in all; a failure or a timeout is recorded, never waited out).
 coordinator's attestation scan takes its scope from there: it allows exactly those folders, names
 and addresses. Commands that the task calls ``python`` run with ``sys.executable``. The
 coordinator stops an attempt by raising ``AttemptStopped`` in this process (see
-executors/contract.py); clean-up then kills whatever the attempt started and the attempt still
+executors/protocol.py); clean-up then kills whatever the attempt started and the attempt still
 reports ``attempt.finished``.
 """
 

@@ -23,7 +23,7 @@ from ledger.run.attempt.prepare import (
 )
 from ledger.run.background import Background
 from ledger.run.contracts import AttemptPlan, AttemptSettings
-from ledger.run.executors.contract import AttemptStopped
+from ledger.run.executors.protocol import AttemptStopped
 from ledger.run.workspace import Workspace, create_workspace
 from ledger.sandbox.port import BoxStartFailed
 

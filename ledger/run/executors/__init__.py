@@ -1,6 +1,6 @@
 """Executors run attempts somewhere and stream their events back to the coordinator.
 
-    contract.py   the Executor protocol, AttemptStopped, the worker's Stopper (shared)
+    protocol.py   the Executor protocol, AttemptStopped, the worker's Stopper (shared)
     local.py      LocalExecutor: worker processes on this machine
     ray.py        RayExecutor: Ray tasks on a cluster (optional extra: eval-ledger[ray])
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger.errors import UsageError
-from ledger.run.executors.contract import Executor
+from ledger.run.executors.protocol import Executor
 
 KINDS = ("local", "ray")
 INSTALL_HINT = "pip install 'eval-ledger[ray]'"

@@ -7,7 +7,7 @@
 because the coordinator may have threads). Each worker gets plans through its own inbox, so the
 executor always knows which process runs which attempt. Stopping an attempt is a signal to its
 worker: SIGUSR1 means cancelled, SIGUSR2 interrupted (the worker keeps serving), SIGTERM
-interrupted and stop serving. The worker's ``Stopper`` (``contract.py``) turns it into an
+interrupted and stop serving. The worker's ``Stopper`` (``protocol.py``) turns it into an
 exception inside the attempt, whose clean-up kills the agent's process group and reports
 ``attempt.finished``.
 Workers ignore SIGINT (Ctrl-C is the coordinator's to handle) and stop on their own when the
@@ -36,7 +36,7 @@ from typing import Any
 from ledger.errors import UsageError
 from ledger.log import get_logger
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executors.contract import (
+from ledger.run.executors.protocol import (
     DEFAULT_RUNNER,
     STOP_SIGNALS,
     UNSET,

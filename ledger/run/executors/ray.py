@@ -55,7 +55,7 @@ from ledger.errors import UsageError
 from ledger.run.archive import pack_task
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors import INSTALL_HINT
-from ledger.run.executors.contract import DEFAULT_RUNNER, finished_event
+from ledger.run.executors.protocol import DEFAULT_RUNNER, finished_event
 from ledger.run.executors.ray_worker import (
     HEARTBEAT_S,
     PUSH_TIMEOUT_S,

@@ -24,7 +24,7 @@ import ledger
 from ledger.errors import LedgerError
 from ledger.run.archive import default_cache_dir, materialize
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executors.contract import (
+from ledger.run.executors.protocol import (
     DEFAULT_RUNNER,
     AttemptStopped,
     Stopper,
