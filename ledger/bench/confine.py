@@ -78,7 +78,7 @@ def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree
     that confines nothing; a backend whose boxes the agent runner cannot take is refused."""
     from ledger.run.attestor import endpoint_allowlist
     from ledger.sandbox import net
-    from ledger.sandbox.setup import sandbox_env
+    from ledger.sandbox.attempt_boxes import sandbox_env
 
     records = _endpoints(agent)
     box = confine.sandbox.agent_box(AgentRequest(

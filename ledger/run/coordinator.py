@@ -46,6 +46,7 @@ from evaluators.fold import parse_attempt_id
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.log import get_logger
+from ledger.run.attestor import Attestor, secret_patterns_of
 from ledger.run.config import LedgerConfig, load_config
 from ledger.run.contracts import AttemptEvent, AttemptPlan
 from ledger.run.executors import Executor, check_available, make_executor
@@ -58,7 +59,6 @@ from ledger.run.plan import (
     resume_plan,
     task_record,
 )
-from ledger.run.attestor import Attestor, secret_patterns_of
 from ledger.run.summary import AttemptResult, RunSummary
 from ledger.session import HARNESS, CleanRunAttestation, JournalWriter, Session
 

@@ -1,10 +1,10 @@
 """The ``bwrap`` backend of the Sandbox port (``ledger.sandbox.port``): boxes made of bubblewrap.
 
-    BwrapSandbox.agent_box(req)    ``setup.agent_policy`` (the install trees the agent's argv
+    BwrapSandbox.agent_box(req)    ``attempt_boxes.agent_policy`` (the install trees the agent's argv
                                    needs, the harness package for built-in agents, the hidden
                                    paths masked); with an allowlist, the journaling proxy on a
                                    unix socket bound in and the agent behind the forwarder
-    BwrapSandbox.grading_box(req)  ``setup.grading_policy``: the fresh tree, the interpreter,
+    BwrapSandbox.grading_box(req)  ``attempt_boxes.grading_policy``: the fresh tree, the interpreter,
                                    the harness's pytest reporter, the task's test programs
     BwrapBox.command(argv, env)    ``bwrap_command``: the status pipe (a box that never ran its
                                    command), ``--info-fd`` when a waiter counts orphans, the
@@ -25,11 +25,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.sandbox import setup
+from ledger.sandbox import attempt_boxes
+from ledger.sandbox.attempt_boxes import sandbox_env
 from ledger.sandbox.bwrap import INSTALL_HINT, StartStatus, bwrap_command, probe_bwrap
 from ledger.sandbox.policy import SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
-from ledger.sandbox.setup import sandbox_env
 from ledger.sandbox.tracelog import agent_lines
 
 
@@ -188,7 +188,7 @@ class BwrapSandbox:
             sockets = [str(sock)]
             extra.append(net.FORWARDER)  # the forwarder script, and nothing else of the harness
         try:
-            policy = setup.agent_policy(
+            policy = attempt_boxes.agent_policy(
                 worktree=request.worktree, home=request.home, scratch=request.scratch,
                 argv=request.argv, path_env=request.path_env, hidden=request.hidden,
                 harness_code=request.harness_code, extra_readable=extra,
@@ -202,7 +202,7 @@ class BwrapSandbox:
                         proxy=proxy, forward=forward)
 
     def grading_box(self, request: GradingRequest) -> BwrapBox:
-        policy = setup.grading_policy(
+        policy = attempt_boxes.grading_policy(
             worktree=request.worktree, home=request.home, scratch=request.scratch,
             hidden=request.hidden, path_env=request.path_env, programs=request.programs,
             readable=request.readable, cwd=request.cwd)

@@ -30,10 +30,10 @@ from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
 from ledger.run.attempt import agent_endpoints, resolve_endpoints, static_resolver
+from ledger.run.attestor import endpoint_allowlist, scan_policy
 from ledger.run.config import parse_config
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
-from ledger.run.attestor import endpoint_allowlist, scan_policy
 from tests.run.minitasks import make_ledger
 
 STRACE_OK, STRACE_WHY = strace_status()

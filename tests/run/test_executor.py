@@ -15,8 +15,8 @@ import pytest
 
 from ledger.errors import UsageError
 from ledger.run.contracts import AttemptEvent, AttemptPlan
-from ledger.run.executors.protocol import AttemptStopped
 from ledger.run.executors.local import LocalExecutor
+from ledger.run.executors.protocol import AttemptStopped
 
 HERE = "tests.run.test_executor"
 

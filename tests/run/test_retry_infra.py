@@ -83,10 +83,10 @@ def test_an_injected_sandbox_start_failure_is_excluded_and_retried_alone(
     ok, why, _ = probe_bwrap()
     if not ok:
         pytest.skip(f"bubblewrap unusable: {why}")
-    import ledger.sandbox.setup as setup
+    from ledger.sandbox import attempt_boxes
     from tests.sandbox.test_start_failure import MISSING, _entries, _inline_run, _ledger
 
-    real = setup.agent_policy
+    real = attempt_boxes.agent_policy
     calls = {"n": 0}
 
     def first_fails(**kwargs: Any) -> Any:
@@ -96,7 +96,7 @@ def test_an_injected_sandbox_start_failure_is_excluded_and_retried_alone(
             return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
         return policy
 
-    monkeypatch.setattr(setup, "agent_policy", first_fails)
+    monkeypatch.setattr(attempt_boxes, "agent_policy", first_fails)
     result, home = _inline_run(tmp_path, monkeypatch, "--repeat", "2")
     run = json.loads(result.stdout)["run"]
     entries = _entries(home, run)
@@ -106,7 +106,7 @@ def test_an_injected_sandbox_start_failure_is_excluded_and_retried_alone(
     assert s["infra"]["excluded"] == 1 and s["infra"]["by_kind"]["sandbox"] == 1
     report = _ledger(home, "report", run)
     assert "over 2 attempts, 1 infra failure(s) excluded" in report.stdout
-    monkeypatch.setattr(setup, "agent_policy", real)
+    monkeypatch.setattr(attempt_boxes, "agent_policy", real)
     before = {e.data["attempt"] for e in entries if e.kind == "attempt.started"}
     again = _ledger(home, "run", "--json", "--resume", run, "--retry", "infra")
     assert again.exit_code in (0, 1), again.output

@@ -12,8 +12,8 @@ import pytest
 from ledger.errors import NothingToRun, UsageError
 from ledger.sandbox import PolicyRequest, build_policy, bwrap_command, probe_bwrap, sandbox_status
 from ledger.sandbox import bwrap as bw
+from ledger.sandbox.attempt_boxes import agent_policy, copy_config, packaged_tasks_dir
 from ledger.sandbox.policy import SandboxPolicy, install_tree
-from ledger.sandbox.setup import agent_policy, copy_config, packaged_tasks_dir
 
 BWRAP_OK, BWRAP_WHY, _VERSION = probe_bwrap()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unusable: {BWRAP_WHY}")

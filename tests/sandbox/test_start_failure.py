@@ -118,15 +118,15 @@ def test_preflight_refuses_an_agent_the_sandbox_user_cannot_reach(tmp_path: Path
 
 def _bad_agent_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every agent policy gets a readable path bwrap cannot find."""
-    import ledger.sandbox.setup as setup
+    from ledger.sandbox import attempt_boxes
 
-    real = setup.agent_policy
+    real = attempt_boxes.agent_policy
 
     def bad(**kwargs: Any) -> SandboxPolicy:
         policy = real(**kwargs)
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
 
-    monkeypatch.setattr(setup, "agent_policy", bad)
+    monkeypatch.setattr(attempt_boxes, "agent_policy", bad)
 
 
 def test_preflight_refuses_a_policy_bwrap_cannot_apply(tmp_path: Path,
@@ -219,9 +219,9 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
     import inspect
 
     import ledger.run.attempt.expected as expected
-    from ledger.sandbox import setup  # the bwrap backend's grading boxes are built there
+    from ledger.sandbox import attempt_boxes  # the bwrap backend's grading boxes are built there
 
-    real = setup.grading_policy
+    real = attempt_boxes.grading_policy
     monkeypatch.setattr(expected, "_EXPECTED", {})  # collect afresh, whatever ran before
 
     def bad(**kwargs: Any) -> SandboxPolicy:
@@ -231,7 +231,7 @@ def test_a_grading_sandbox_that_fails_is_sandbox_failed_and_the_attempt_errs(
             return policy
         return dataclasses.replace(policy, readable=(*policy.readable, MISSING))
 
-    monkeypatch.setattr(setup, "grading_policy", bad)
+    monkeypatch.setattr(attempt_boxes, "grading_policy", bad)
     result, home = _inline_run(tmp_path, monkeypatch)
     summary = json.loads(result.stdout)
     [row] = summary["attempts"]

@@ -50,7 +50,7 @@ def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[st
     serves the attempt on a unix socket bound into the sandbox, and the agent runs behind the
     in-sandbox forwarder (``ledger.sandbox.net``); without one the sandbox has no network."""
     from ledger.run.attestor import endpoint_allowlist
-    from ledger.sandbox.setup import agent_policy, copy_config, sandbox_env
+    from ledger.sandbox.attempt_boxes import agent_policy, copy_config, sandbox_env
 
     task, agent, ws = att.task, att.agent, att.ws
     wanted = att.settings.agent_config.get(agent.name, ())

@@ -1,7 +1,7 @@
 """The ``podman`` (and ``docker``) backend of the Sandbox port (``ledger.sandbox.port``): boxes
 that are containers of the task's image.
 
-A box is the same ``SandboxPolicy`` the bubblewrap backend builds (``setup.agent_policy`` /
+A box is the same ``SandboxPolicy`` the bubblewrap backend builds (``attempt_boxes.agent_policy`` /
 ``grading_policy``), turned into ``ENGINE run`` instead of a bwrap command line:
 
 - the image is the root: the system folders of the policy (``paths.SYSTEM_PATHS``) come from the
@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.sandbox.attempt_boxes import agent_policy, grading_policy, sandbox_env
 from ledger.sandbox.container import engine as engines
 from ledger.sandbox.paths import SYSTEM_PATHS, under
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
-from ledger.sandbox.setup import agent_policy, grading_policy, sandbox_env
 
 INNER_PYTHON = "/usr/bin/python3"  # the image's interpreter that runs the forwarder
 _ENGINE_ERROR = ("Error: ", "error: ", "OCI runtime", "runc create failed", "crun:")

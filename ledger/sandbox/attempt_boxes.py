@@ -1,4 +1,4 @@
-"""The sandboxes of one attempt: the agent's, and the fresh one its grading runs in.
+"""What the boxes of one attempt are made of: the agent's, and the fresh one grading runs in.
 
     agent sandbox    worktree, fresh HOME and TMPDIR read-write; the system, the harness's
                      interpreter and the agent program's install tree read-only; the harness
