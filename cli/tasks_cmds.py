@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,9 @@ def validate_cmd(
             err.print(f"[{done[0]}/{len(selected)}] {res.task_id}: {mark}", highlight=False, markup=False)
 
     results = validate_tasks(selected, parallel=parallel, progress=progress,
-                             confinement=task_confinement(sandbox))
+                             confinement=task_confinement(sandbox, selected),
+                             record=ctx.home.validated_dir,
+                             at=datetime.now(UTC).isoformat(timespec="seconds"))
     failed = [r for r in results if not r.ok]
     if as_json:
         emit_json({"ok": not failed, "tasks": [r.as_dict() for r in results]})
@@ -196,6 +199,10 @@ def _render(results: list[ValidationResult], verbose: bool) -> None:
     for r in results:
         shown = r.checks if verbose else r.failed
         lines = [f"{'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in shown]
+        if r.log_tail:
+            lines += ["build log (tail):", *r.log_tail.splitlines()[-8:]]
+        if r.environment and (verbose or not lines):
+            lines.append(f"in {r.environment.get('image')} ({str(r.environment.get('digest'))[:19]})")
         summary = "\n".join(lines) if lines else f"all {len(r.checks)} checks passed"
         table.add_row(escape(r.tier), escape(r.task_id), "ok" if r.ok else "FAIL", f"{r.duration_s:.1f}s",
                       "yes" if r.sandbox != "none" else "no", escape(summary))

@@ -41,5 +41,10 @@ class LedgerHome:
         return self.path / "golden"
 
     @property
+    def validated_dir(self) -> Path:
+        """Where ``ledger tasks validate`` keeps its records (``ledger.tasks.validations``)."""
+        return self.path / "validated"
+
+    @property
     def config_path(self) -> Path:
         return self.path.parent / "ledger.toml"

@@ -12,6 +12,12 @@ grading box of the resolved backend, closed when the command ends):
                                  the task folder and the packaged tasks hidden, no network
     .isolated(root, readable)    ``tasks mine`` and the importers: ``root`` writable (a
                                  throw-away folder), ``readable`` read-only, no network
+    task_confinement(mode, tasks) with the tasks to validate: a task with an ``environment``
+                                 runs in containers of its image (``EnvironmentConfinement``:
+                                 built or found once through ``ledger.sandbox.container.images``,
+                                 a fresh grading container per command); without a working
+                                 engine, a task that ``needs: container`` is ``NothingToRun``
+                                 (exit 3, with how to install one) and the others run as before
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ledger.errors import NothingToRun
 from ledger.sandbox import registry
 from ledger.sandbox.paths import hidden_paths, outside_system
 from ledger.sandbox.port import GradingRequest, Sandbox
 from ledger.tasks.checks import run_command
-from ledger.tasks.runner import PLAIN, Confinement, scratch_dir
+from ledger.tasks.runner import ENVIRONMENT_PATH, PLAIN, Confinement, scratch_dir
 
 if TYPE_CHECKING:
     from ledger.tasks.model import Task
@@ -39,12 +46,14 @@ class BoxRunner:
     confined = True
 
     def __init__(self, backend: Sandbox, root: Path, request: Request, *,
-                 solution_scratch: Path | None = None) -> None:
+                 solution_scratch: Path | None = None,
+                 environment: Mapping[str, Any] | None = None) -> None:
         self.backend = backend
         self.name = backend.name
         self.root = root
         self._request = request
         self.solution_scratch = solution_scratch
+        self.environment = environment
 
     def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
             output: Path | None = None) -> tuple[int, float, bool]:
@@ -98,12 +107,77 @@ class BoxConfinement:
         return BoxRunner(self.backend, root, request)
 
 
-def task_confinement(mode: str) -> Confinement:
+class EnvironmentConfinement:
+    """Tasks with an ``environment`` in containers of their image, the others through ``inner``.
+
+    The image is made ready once per task (``images.ensure_image``: found, pulled, or built and
+    cached by its build digest; a Dockerfile that does not build raises ``ImageBuildFailed``
+    with the log's tail). Each command is a fresh grading container of it: the command's folder,
+    ``root/.home`` and ``root/.tmp`` mounted read-write, nothing else of this host but the
+    harness's interpreter tree read-only, no network; the runner's ``environment`` is the
+    ``environment.ready`` data (without the build log)."""
+
+    def __init__(self, inner: Confinement, engine: Any) -> None:
+        self.inner = inner
+        self.engine = engine
+        self.name = inner.name
+
+    def ready(self, task: Task) -> Any:
+        from ledger.sandbox.container import images
+
+        env = task.environment
+        assert env is not None
+        if env.image:
+            request = images.ImageRequest(image=env.image)
+        else:
+            dockerfile = task.root / str(env.dockerfile)
+            request = images.ImageRequest(dockerfile=dockerfile,
+                                          context=task.root / env.context if env.context else dockerfile.parent)
+        return images.ensure_image(self.engine, request)
+
+    def graded(self, root: Path, task: Task) -> Any:
+        if task.environment is None:
+            return self.inner.graded(root, task)
+        from ledger.sandbox.container.backend import ContainerSandbox
+
+        ready = self.ready(task)
+        backend = ContainerSandbox(self.engine.name).for_image(ready.ref)
+        root = Path(root).resolve()
+
+        def request(argv: Sequence[str], cwd: Path, path_env: str) -> GradingRequest:
+            return GradingRequest(worktree=cwd, home=root / ".home", scratch=scratch_dir(root),
+                                  path_env=ENVIRONMENT_PATH)
+
+        data = {k: v for k, v in ready.as_data().items() if k != "build_log_tail"}
+        return BoxRunner(backend, root, request, solution_scratch=scratch_dir(root), environment=data)
+
+    def isolated(self, root: Path, readable: Sequence[Path] = ()) -> Any:
+        return self.inner.isolated(root, readable)
+
+
+def _engine_for(tasks: Sequence[Task]) -> Any:
+    """The container engine when a container runs here; None when none does and no task
+    ``needs: container`` (those then run as the others do); else ``NothingToRun``."""
+    from ledger.sandbox.container import engine as engines
+
+    found = engines.probe()
+    if found.runs:
+        return engines.find_engine(found.engine)
+    needing = [t.id for t in tasks if "container" in t.needs]
+    if needing:
+        shown = ", ".join(needing[:5]) + (f" and {len(needing) - 5} more" if len(needing) > 5 else "")
+        raise NothingToRun(f"{shown} need{'s' if len(needing) == 1 else ''} a container: {found.reason}")
+    return None
+
+
+def task_confinement(mode: str, tasks: Sequence[Task] = ()) -> Confinement:
     """The confinement of ``ledger tasks`` commands for ``--sandbox mode`` (module docstring)."""
     status = registry.resolve(mode)
-    if status.mode == "none":
-        return PLAIN
-    return BoxConfinement(status.backend)
+    inner: Confinement = PLAIN if status.mode == "none" else BoxConfinement(status.backend)
+    if mode == "none" or not any(t.environment is not None for t in tasks):
+        return inner
+    found = _engine_for(tasks)
+    return inner if found is None else EnvironmentConfinement(inner, found)
 
 
-__all__ = ["BoxConfinement", "BoxRunner", "task_confinement", "task_programs"]
+__all__ = ["BoxConfinement", "BoxRunner", "EnvironmentConfinement", "task_confinement", "task_programs"]

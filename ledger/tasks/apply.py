@@ -235,19 +235,27 @@ def outcomes_verdict(before: Mapping[str, str], after: Mapping[str, str],
     return problems
 
 
+_REWARD_LIMIT = 64 * 1024
+
+
 def read_reward(folder: Path, name: str) -> tuple[float | None, str]:
     """(reward, detail) from ``folder/name``; None when missing or unreadable.
 
     ``reward.txt`` holds one number. ``reward.json`` is a map: its ``reward`` value, or else the
     smallest of its numeric values (every named reward must be met).
     """
+    from ledger import safefs
+
     path = folder / name
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None, f"no {name} written"
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"{name} unreadable: {type(exc).__name__}"
+    raw = safefs.read_file(path, _REWARD_LIMIT)  # written in the graded code's reach: no link followed
+    if raw is None:
+        return None, f"{name} unreadable: a link, not a regular file, or over {_REWARD_LIMIT} bytes"
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None, f"{name} unreadable: UnicodeDecodeError"
     value: object
     if name.endswith(".json"):
         try:

@@ -19,7 +19,10 @@ processes (``--sandbox none``, and every caller that passes nothing).
 A ``CommandRunner`` under ``root`` gives its commands ``root/.home`` as HOME and ``root/.tmp``
 (``scratch_dir``) as TMPDIR; ``name`` is the backend it confines with (``none`` for none),
 ``confined`` whether it confines anything, ``solution_scratch`` the folder a solution must be
-copied into to be readable to its step (None: the task's own ``solution/`` is).
+copied into to be readable to its step (None: the task's own ``solution/`` is), ``environment``
+the task's environment its commands run in (the ``environment.ready`` data of the image: a
+container of it per command; None: this host's programs). Inside an environment a command's
+``python`` is the image's and its ``PATH`` is ``ENVIRONMENT_PATH`` (``environment_of``).
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.tasks import checks
 
 if TYPE_CHECKING:
     from ledger.tasks.model import Task
+
+
+ENVIRONMENT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def scratch_dir(root: Path) -> Path:
@@ -51,6 +57,7 @@ class CommandRunner(Protocol):
     name: str
     confined: bool
     solution_scratch: Path | None
+    environment: Mapping[str, Any] | None
 
     def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
             output: Path | None = None) -> tuple[int, float, bool]: ...
@@ -72,6 +79,7 @@ class PlainRunner:
     name = "none"
     confined = False
     solution_scratch: Path | None = None
+    environment: Mapping[str, Any] | None = None
 
     def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float,
             output: Path | None = None) -> tuple[int, float, bool]:
@@ -137,6 +145,11 @@ def current() -> CommandRunner:
     return runner if runner is not None else PLAIN.plain()
 
 
+def environment_of(active: CommandRunner | None = None) -> Mapping[str, Any] | None:
+    """The environment the runner (the block's by default) runs its commands in, or None."""
+    return getattr(active if active is not None else current(), "environment", None)
+
+
 @contextlib.contextmanager
 def solution_for_step(task: Task) -> Iterator[Path]:
     """The folder ``$LEDGER_SOLUTION_DIR`` names for the oracle's step: the task's own
@@ -164,5 +177,5 @@ def solution_for_step(task: Task) -> Iterator[Path]:
         shutil.rmtree(copy, ignore_errors=True)
 
 
-__all__ = ["PLAIN", "CommandRunner", "Confinement", "Plain", "PlainRunner", "confining",
-           "current", "isolated", "scratch_dir", "solution_for_step", "using"]
+__all__ = ["ENVIRONMENT_PATH", "PLAIN", "CommandRunner", "Confinement", "Plain", "PlainRunner", "confining",
+           "current", "environment_of", "isolated", "scratch_dir", "solution_for_step", "using"]

@@ -70,6 +70,8 @@ class ValidationResult:
     checks: list[Check] = field(default_factory=list)
     duration_s: float = 0.0
     sandbox: str = "none"  # the backend its commands ran in ("none": ordinary processes)
+    environment: Mapping[str, Any] | None = None  # the image it ran in (``environment.ready`` data)
+    log_tail: str = ""  # the end of a build log that failed (the ``environment`` check)
 
     @property
     def failed(self) -> list[Check]:
@@ -84,6 +86,8 @@ class ValidationResult:
             "sandbox": self.sandbox,
             "sandboxed": self.sandbox != "none",
             "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
+            **({"environment": dict(self.environment)} if self.environment else {}),
+            **({"build_log_tail": self.log_tail} if self.log_tail else {}),
         }
 
 
@@ -101,7 +105,12 @@ class CommandResult:
 def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment task commands run with: this interpreter's bin dir first on PATH, no
     inherited PYTHONPATH/PYTEST_ADDOPTS, no pytest plugin autoload (the tasks use core pytest
-    only, and autoloading every installed plugin costs more than the tests themselves)."""
+    only, and autoloading every installed plugin costs more than the tests themselves). Inside a
+    task's environment (``runner.environment_of``): the image's PATH and nothing of this host's."""
+    if runner.environment_of() is not None and base is None:
+        # inside the task's environment: the image's programs, nothing of this host's environment
+        return {"PATH": runner.ENVIRONMENT_PATH, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env = dict(os.environ if base is None else base)
     for key in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONSTARTUP"):
         env.pop(key, None)
@@ -112,7 +121,10 @@ def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def resolve_argv(argv: Sequence[str]) -> list[str]:
-    """``python ...`` runs with this interpreter, so the venv's pytest is the one that runs."""
+    """``python ...`` runs with this interpreter, so the venv's pytest is the one that runs
+    (inside a task's environment: the image's ``python``, unchanged)."""
+    if runner.environment_of() is not None:
+        return list(argv)
     return checks.python_argv(argv)
 
 
@@ -344,13 +356,15 @@ def _hidden_run(task: Task, work: Path, base: Path) -> tuple[CommandResult, bool
                       extra_env=apply.hidden_env(task, work, verifier))
     if task.grading is not None and task.grading.reward_file is not None:
         reward, detail = apply.read_reward(verifier, task.grading.reward_file)
-        code = "no exit" if res.exit_code is None else f"exit {res.exit_code}"
-        return CommandResult(res.exit_code, f"{code}, {detail}", res.executable, res.output), apply.reward_passes(reward)
+        return (CommandResult(res.exit_code, f"{detail} (outcomes: reward-file)", res.executable, res.output),
+                apply.reward_passes(reward))
+    if task.grading is not None:
+        return CommandResult(res.exit_code, "outcomes: exit-code", res.executable, res.output), _exit_ok(res)
     return res, _exit_ok(res)
 
 
 def _validate_in(task: Task, base: Path) -> list[Check]:
-    if task.needs:
+    if task.needs and runner.environment_of() is None:
         return [Check("host", False, f"needs {', '.join(task.needs)}: no executor here provides it; "
                                      "the task cannot be validated or run on this host")]
     checks: list[Check] = []
@@ -497,23 +511,32 @@ def validate_task(task: Task, *, workdir: Path | None = None,
     """Run every fairness check of one task in a temporary copy (under ``workdir`` if given).
 
     With ``confinement`` its commands run through ``confinement.graded`` (``ledger run``'s
-    grading sandbox, for ``tasks validate``); without, through the runner of the caller's block
-    (``ledger.tasks.runner.using``: mine and the importers), else as ordinary processes."""
+    grading sandbox, for ``tasks validate``; a task with an environment: containers of its
+    image); without, through the runner of the caller's block (``ledger.tasks.runner.using``:
+    mine and the importers), else as ordinary processes. An environment that cannot be made
+    ready (a Dockerfile that does not build) is the failed check ``environment``, its log's tail
+    on the result."""
     started = time.monotonic()
+    active: runner.CommandRunner | None = None
+    log_tail = ""
     with tempfile.TemporaryDirectory(prefix=f"ledger-validate-{task.id}-", dir=workdir) as tmp:
-        active = confinement.graded(Path(tmp), task) if confinement is not None else runner.current()
         try:
+            active = confinement.graded(Path(tmp), task) if confinement is not None else runner.current()
             with runner.using(active):
                 checks = _validate_in(task, Path(tmp))
         except (OSError, LedgerError, UnicodeDecodeError) as exc:
-            checks = [Check("error", False, f"{type(exc).__name__}: {exc}")]
+            name = "error" if active is not None else "environment" if task.environment else "sandbox"
+            checks = [Check(name, False, f"{type(exc).__name__}: {exc}")]
+            log_tail = str(getattr(exc, "log_tail", "") or "")
     return ValidationResult(
         task_id=task.id,
         tier=task.tier,
         ok=all(c.passed for c in checks),
         checks=checks,
         duration_s=time.monotonic() - started,
-        sandbox=active.name,
+        sandbox=active.name if active is not None else getattr(confinement, "name", "none"),
+        environment=runner.environment_of(active) if active is not None else None,
+        log_tail=log_tail,
     )
 
 
@@ -524,12 +547,17 @@ def validate_tasks(
     workdir: Path | None = None,
     progress: Callable[[ValidationResult], None] | None = None,
     confinement: runner.Confinement = runner.PLAIN,
+    record: Path | None = None,
+    at: str = "",
 ) -> list[ValidationResult]:
     """Validate many tasks, ``parallel`` at a time (threads: the work is in subprocesses).
 
-    ``confinement`` (``ledger.run.task_runner.task_confinement(mode)`` resolves ``--sandbox``
-    as ``ledger run`` does; ``PLAIN``: ordinary processes) grades every task's commands.
-    Results come back in the order of ``tasks``; ``progress`` is called as each one finishes.
+    ``confinement`` (``ledger.run.task_runner.task_confinement(mode, tasks)`` resolves
+    ``--sandbox`` as ``ledger run`` does, tasks with an environment in containers of their
+    image; ``PLAIN``: ordinary processes) grades every task's commands. Results come back in
+    the order of ``tasks``; ``progress`` is called as each one finishes. With ``record`` (a
+    folder), each task's validation record is written there, stamped ``at``
+    (``ledger.tasks.validations``).
     """
     if parallel < 1:
         raise UsageError("parallel must be >= 1")
@@ -542,4 +570,9 @@ def validate_tasks(
             results[res.task_id] = res
             if progress is not None:
                 progress(res)
-    return [results[t.id] for t in tasks]
+    ordered = [results[t.id] for t in tasks]
+    if record is not None:
+        from ledger.tasks.validations import write_records
+
+        write_records(record, ordered, tasks, at=at)
+    return ordered
