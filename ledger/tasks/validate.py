@@ -574,5 +574,8 @@ def validate_tasks(
     if record is not None:
         from ledger.tasks.validations import write_records
 
-        write_records(record, ordered, tasks, at=at)
+        try:
+            write_records(record, ordered, tasks, at=at)
+        except OSError as exc:
+            raise UsageError(f"cannot write the validation records to {record}: {exc.strerror or exc}") from None
     return ordered
