@@ -172,3 +172,44 @@ def test_the_validated_image_is_that_of_the_last_passing_validation_of_this_exac
     (tmp_path / "harbor" / "wordcount.json").write_text("[1, 2]")
     with pytest.raises(LedgerError, match="not a validation record"):
         read_record(tmp_path, task)
+
+
+# --------------------------------------------------------------------------- SWE-bench in its environment
+
+
+def test_a_swebench_record_validates_in_its_built_environment_and_not_without(
+        podman: Any, swebench_task: tuple[Any, str], tmp_path: Path) -> None:
+    """The instance's dependency (a wheel the repository vendors, installed by pip in the image's
+    build from its requirements.txt) is not installed next to eval-ledger: in its environment the
+    oracle passes and the noop fails; on this host, without it, the tests cannot import it."""
+    import dataclasses
+    import importlib.util
+
+    from ledger.run.task_runner import task_confinement
+    from ledger.tasks.runner import PLAIN
+    from ledger.tasks.validate import run_command, validate_task
+    from tests.sandbox.container.test_swebench_in_container import DEP
+
+    task, _reason = swebench_task
+    assert importlib.util.find_spec(DEP) is None  # not next to eval-ledger
+    inside = validate_task(task, confinement=task_confinement("auto", [task]))
+    checks = {c.name: c for c in inside.checks}
+    assert inside.ok, [(c.name, c.detail) for c in inside.failed]
+    assert checks["required-outcomes"].passed and checks["hidden-fails-before"].passed
+    assert inside.environment is not None and inside.environment["source"] == "build"
+    outside = validate_task(dataclasses.replace(task, needs=(), environment=None), confinement=PLAIN)
+    failed = {c.name: c.detail for c in outside.failed}
+    assert "required-outcomes" in failed and "PASS_TO_PASS tests/test_twice.py::test_zero" in failed["required-outcomes"]
+    repo = tmp_path / "repo"
+    import shutil
+
+    shutil.copytree(task.repo_dir, repo)
+    res = run_command(["python", "-c", f"import {DEP}"], repo)
+    assert res.exit_code == 1 and f"No module named '{DEP}'" in res.output
+
+
+@pytest.fixture(scope="module")
+def swebench_task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    from tests.sandbox.container import test_swebench_in_container as swe
+
+    return swe.imported.__wrapped__(tmp_path_factory)  # type: ignore[attr-defined]
