@@ -242,12 +242,16 @@ def _progress_line(err: Console) -> Any:
               help="Keep tasks whose statement names none of the functions the new tests call.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0, show_default=True,
               metavar="S", help="Time limit of one test run, in seconds.")
+@click.option("--environment", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              metavar="DOCKERFILE|REQUIREMENTS.txt",
+              help="The mined tasks' environment: a Dockerfile, or pip requirements installed into "
+                   "a Python image; the tests run in containers of it (exit 3 without an engine).")
 @json_option
 @pass_ctx
 def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, max_tasks: int | None,
              tier: str, out: Path | None, test_cmd: str | None, statement: Path | None,
              statement_from: Path | None, first_parent: bool, allow_thin: bool, timeout_s: float,
-             as_json: bool) -> None:
+             environment: Path | None, as_json: bool) -> None:
     """Turn fix commits of a git repository into golden tasks (the parent is the starting repo,
     test changes the hidden tests, the rest the reference solution). Exit 1 if none was accepted."""
     from ledger.tasks.mine import MineOptions, mine, parse_test_command
@@ -257,10 +261,11 @@ def mine_cmd(ctx: Ctx, repo: Path, commits: tuple[str, ...], since: str | None, 
         repo=repo, commits=commits, since=since, max_tasks=max_tasks, tier=_tier_name(tier),
         out=out or ctx.home.golden_dir,
         statement=statement.read_text(encoding="utf-8") if statement else None, timeout_s=timeout_s,
-        statement_from=statement_from, first_parent=first_parent, allow_thin=allow_thin, **extra,
+        statement_from=statement_from, first_parent=first_parent, allow_thin=allow_thin,
+        environment=environment, **extra,
     )
     report = mine(opts, progress=_progress_line(_console(err=True)),
-                  confinement=task_confinement("auto"))
+                  confinement=task_confinement("auto", environments="required" if environment else ""))
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -35,7 +35,7 @@ from ledger.tasks.checks import run_command
 from ledger.tasks.runner import ENVIRONMENT_PATH, PLAIN, Confinement, scratch_dir
 
 if TYPE_CHECKING:
-    from ledger.tasks.model import Task
+    from ledger.tasks.model import Environment, Task
 
 Request = Callable[[Sequence[str], Path, str], GradingRequest]  # (argv, cwd, PATH) -> request
 
@@ -122,25 +122,23 @@ class EnvironmentConfinement:
         self.engine = engine
         self.name = inner.name
 
-    def ready(self, task: Task) -> Any:
+    def ready(self, env: Environment, base: Path) -> Any:
+        """The image of ``env`` (its paths relative to ``base``, the task folder) made ready."""
         from ledger.sandbox.container import images
 
-        env = task.environment
-        assert env is not None
         if env.image:
             request = images.ImageRequest(image=env.image)
         else:
-            dockerfile = task.root / str(env.dockerfile)
+            dockerfile = base / str(env.dockerfile)
             request = images.ImageRequest(dockerfile=dockerfile,
-                                          context=task.root / env.context if env.context else dockerfile.parent)
+                                          context=base / env.context if env.context else dockerfile.parent)
         return images.ensure_image(self.engine, request)
 
-    def graded(self, root: Path, task: Task) -> Any:
-        if task.environment is None:
-            return self.inner.graded(root, task)
+    def in_environment(self, root: Path, env: Environment, base: Path) -> BoxRunner:
+        """Commands under ``root`` in fresh grading containers of ``env``'s image (see the class)."""
         from ledger.sandbox.container.backend import ContainerSandbox
 
-        ready = self.ready(task)
+        ready = self.ready(env, base)
         backend = ContainerSandbox(self.engine.name).for_image(ready.ref)
         root = Path(root).resolve()
 
@@ -150,6 +148,11 @@ class EnvironmentConfinement:
 
         data = {k: v for k, v in ready.as_data().items() if k != "build_log_tail"}
         return BoxRunner(backend, root, request, solution_scratch=scratch_dir(root), environment=data)
+
+    def graded(self, root: Path, task: Task) -> Any:
+        if task.environment is None:
+            return self.inner.graded(root, task)
+        return self.in_environment(root, task.environment, task.root)
 
     def isolated(self, root: Path, readable: Sequence[Path] = ()) -> Any:
         return self.inner.isolated(root, readable)
@@ -170,12 +173,20 @@ def _engine_for(tasks: Sequence[Task]) -> Any:
     return None
 
 
-def task_confinement(mode: str, tasks: Sequence[Task] = ()) -> Confinement:
-    """The confinement of ``ledger tasks`` commands for ``--sandbox mode`` (module docstring)."""
+def task_confinement(mode: str, tasks: Sequence[Task] = (), *, environments: str = "") -> Confinement:
+    """The confinement of ``ledger tasks`` commands for ``--sandbox mode`` (module docstring).
+
+    ``environments``: the commands will run in environments (``tasks mine --environment``,
+    ``tasks import swebench --environment``): ``"required"`` is ``NothingToRun`` without a
+    working engine, ``"wanted"`` uses one where it works."""
     status = registry.resolve(mode)
     inner: Confinement = PLAIN if status.mode == "none" else BoxConfinement(status.backend)
-    if mode == "none" or not any(t.environment is not None for t in tasks):
+    if mode == "none" or not (environments or any(t.environment is not None for t in tasks)):
         return inner
+    if environments == "required":
+        from ledger.sandbox.container import engine as engines
+
+        return EnvironmentConfinement(inner, engines.require())
     found = _engine_for(tasks)
     return inner if found is None else EnvironmentConfinement(inner, found)
 

@@ -15,10 +15,14 @@ nothing but tests, when no test fails before and passes after, when an outcome d
 (``ledger tasks validate``'s checks). Test runs happen in throw-away copies under a temporary
 folder, through the ``confinement`` the caller passes (``ledger.tasks.runner``; the CLI passes
 the Sandbox port's: no network, only that folder writable), else as ordinary processes.
+With ``environment`` (``--environment DOCKERFILE|requirements.txt``, ``ledger.tasks.environments``)
+every test run and the validation happen in containers of that image instead (built once), and
+each task gets the ``environment`` folder and field and ``needs: container``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -27,7 +31,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -35,7 +39,7 @@ from typing import Any
 import yaml
 
 from ledger import safefs
-from ledger.errors import TaskError, UsageError
+from ledger.errors import NothingToRun, TaskError, UsageError
 from ledger.tasks import apply, runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.validate import COMMAND_TIMEOUT_S, run_command, validate_task
@@ -64,6 +68,7 @@ class MineOptions:
     runs: int = FLAKY_RUNS
     timeout_s: float = COMMAND_TIMEOUT_S
     validate: bool = True  # run ``ledger tasks validate``'s checks on each folder written
+    environment: Path | None = None  # a Dockerfile or requirements.txt: the tasks' environment
 
 
 @dataclass(frozen=True)
@@ -323,6 +328,11 @@ def _fill_task(opts: MineOptions, folder: Path, task_id: str, *, commit: str, pa
     meta["test_command"] = list(_test_argv(opts, []))  # stored even when the default: the task says how it is graded
     meta["required_outcomes"] = {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}
     meta["source"] = {"repo": origin, "commit": commit, "parent": parent}
+    if opts.environment is not None:
+        from ledger.tasks.environments import write_environment
+
+        meta["environment"] = write_environment(folder, opts.environment)
+        meta["needs"] = ["container"]  # its dependencies are in the image, not next to eval-ledger
     statement = message if not opts.statement else f"{opts.statement.strip()}\n\n{message}"
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     (folder / "task.md").write_text(f"---\n{head}---\n\n{statement.strip()}\n", encoding="utf-8")
@@ -435,6 +445,28 @@ def _name_status(repo: Path, parent: str, commit: str) -> list[tuple[str, str]]:
     return [(parts[i + 1], parts[i][0]) for i in range(0, len(parts) - 1, 2)]
 
 
+@contextlib.contextmanager
+def _mining_runner(opts: MineOptions, confinement: runner.Confinement, tmp: Path) -> Iterator[runner.CommandRunner]:
+    """The runner the repository's tests run in: ``runner.isolated``, or with ``opts.environment``
+    containers of its image (the confinement's ``in_environment``; built once for every commit)."""
+    if opts.environment is None:
+        with runner.isolated(tmp) as active:
+            yield active
+        return
+    from ledger.tasks.environments import write_environment
+    from ledger.tasks.fields import parse_environment
+
+    make = getattr(confinement, "in_environment", None)
+    if make is None:
+        raise NothingToRun(f"--environment {opts.environment}: the tasks' environment needs a container "
+                           "engine, and this command was given none (--sandbox none?)")
+    base = tmp / "environment-source"
+    meta = write_environment(base, opts.environment)
+    env = parse_environment(meta, base, f"--environment {opts.environment}")
+    with runner.using(make(tmp, env, base)) as active:
+        yield active
+
+
 def mine(opts: MineOptions, progress: Progress | None = None, *,
          confinement: runner.Confinement = runner.PLAIN) -> MineReport:
     """Examine the candidate commits of ``opts.repo`` and write a task folder for each accepted one."""
@@ -452,7 +484,7 @@ def mine(opts: MineOptions, progress: Progress | None = None, *,
     clock = _Clock()
     commits = candidates(opts)
     with tempfile.TemporaryDirectory(prefix="ledger-mine-") as tmp, \
-            runner.confining(confinement), runner.isolated(Path(tmp)) as active:
+            runner.confining(confinement), _mining_runner(opts, confinement, Path(tmp)) as active:
         report.sandboxed = active.confined
         for n, info in enumerate(commits, 1):
             if opts.max_tasks is not None and len(report.accepted) >= opts.max_tasks:
