@@ -15,6 +15,7 @@ PURE = [
     ROOT / "ledger/journal/merkle.py",
     ROOT / "ledger/journal/note.py",
     ROOT / "ledger/journal/tiles.py",
+    ROOT / "ledger/argv.py",
 ]
 IMPURE_MODULES = {"sqlite3", "sqlite_utils", "os", "time", "random", "secrets", "subprocess",
                   "socket", "pathlib", "shutil", "tempfile", "urllib", "http",
@@ -113,13 +114,21 @@ def test_one_table_renderer() -> None:
     assert users == ["cli/table.py"]
 
 
+def test_one_command_parser() -> None:
+    """A command as a person writes it (a string or a list of strings) is made into an argv only
+    by ledger/argv.py (``split_command``); tasks, ledger.toml, ``cmd:`` and ``--test-cmd`` call it."""
+    users = sorted(str(p.relative_to(ROOT)) for p in _source_files()
+                   if "shlex.split(" in p.read_text(encoding="utf-8"))
+    assert users == ["ledger/argv.py"]
+
+
 # --------------------------------------------------------------------------- every floor
 
 # The floors, lowest first: a package imports only packages of its own floor or below, and the
 # package graph has no circle. A new package is placed here (the test says so when it is not).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("ledger", "ledger.errors", "ledger.log", "ledger.home", "ledger.safefs", "ledger.limits",
-     "ledger.endpoints",
+    ("ledger", "ledger.argv", "ledger.errors", "ledger.log", "ledger.home", "ledger.safefs",
+     "ledger.limits", "ledger.endpoints",
      "ledger.spawn"),
     ("ledger.journal",),
     ("attest", "evaluators"),

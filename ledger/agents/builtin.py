@@ -26,11 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from ledger.argv import CommandError, split_command
 
 RUN_TIMEOUT_S = 120
 OUTPUT_LIMIT = 64 * 1024
@@ -81,9 +82,10 @@ def do_replace(root: Path, rel: str, old: str, new: str) -> None:
 
 
 def do_run(root: Path, argv: list[str] | str) -> bool:
-    args = shlex.split(argv) if isinstance(argv, str) else [str(a) for a in argv]
-    if not args:
-        raise StepError("run: empty command")
+    try:
+        args = list(split_command(argv))
+    except CommandError as exc:
+        raise StepError(f"run: {exc}") from None
     emit("tool.call", tool="bash", input={"argv": args})
     try:
         proc = subprocess.run(args, cwd=root, stdin=subprocess.DEVNULL, capture_output=True,

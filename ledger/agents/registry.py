@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from ledger.agents import presets as _presets
 from ledger.agents.contracts import Agent
 from ledger.agents.env import safe_name
 from ledger.agents.kinds import BUILTINS, BuiltinAgent, CliAgent, CmdAgent
+from ledger.argv import CommandError, split_command
 from ledger.errors import UsageError
 
 PRESET_ORDER = _presets.PRESET_ORDER
@@ -72,17 +72,12 @@ def _command_of(name: str, entry: Any) -> tuple[tuple[str, ...], dict[str, str],
     if not isinstance(entry, Mapping):
         raise UsageError(f"[agents.{name}] must be a table with a command")
     command = entry.get("command")
-    if isinstance(command, str):
-        try:
-            argv = tuple(shlex.split(command))
-        except ValueError as exc:
-            raise UsageError(f"[agents.{name}] command: {exc}") from None
-    elif isinstance(command, list | tuple) and all(isinstance(a, str) for a in command):
-        argv = tuple(command)
-    else:
+    if command is None:
         raise UsageError(f"[agents.{name}] needs command = \"PROGRAM ARG...\" (a string or a list)")
-    if not argv:
-        raise UsageError(f"[agents.{name}] has an empty command")
+    try:
+        argv = split_command(command)
+    except CommandError as exc:
+        raise UsageError(f"[agents.{name}]: {exc}") from None
     env = entry.get("env") or {}
     version = entry.get("version")
     return argv, {str(k): str(v) for k, v in env.items()}, version if isinstance(version, str) else None
@@ -207,12 +202,12 @@ def _cmd_name(argv: tuple[str, ...]) -> str:
 
 
 def _cmd(spec: str, rest: str, table: Mapping[str, Any]) -> Agent:
-    try:
-        argv = tuple(shlex.split(rest))
-    except ValueError as exc:
-        raise UsageError(f"cannot split {spec!r}: {exc}") from None
-    if not argv:
+    if not rest.strip():
         raise UsageError("cmd: needs a program, e.g. cmd:./my-agent --prompt-file {prompt_file}")
+    try:
+        argv = split_command(rest)
+    except CommandError as exc:
+        raise UsageError(f"{spec}: {exc}") from None
     return CmdAgent(name=_cmd_name(argv), spec=spec, command=_absolute_program(argv))
 
 

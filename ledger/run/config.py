@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.argv import CommandError, split_command
 from ledger.errors import MalformedInput
 from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
 
@@ -233,18 +234,10 @@ def _parse_agent(name: str, raw: Any, where: str) -> AgentDef:
         raise MalformedInput(f"{at}: kind must be \"cmd\" (a command), \"cli\" (a preset) or "
                              f"\"http\" (the built-in HTTP agent), got {kind!r}")
     _refuse_unknown(f"{at}: unknown key(s)", raw, _AGENT_KEYS | {"kind"})
-    command = raw.get("command")
-    if isinstance(command, str):
-        try:
-            argv = tuple(shlex.split(command))
-        except ValueError as exc:
-            raise MalformedInput(f"{at}: cannot split command: {exc}") from None
-    elif isinstance(command, list) and all(isinstance(v, str) for v in command):
-        argv = tuple(command)
-    else:
-        raise MalformedInput(f"{at}: command must be a string or a list of strings")
-    if not argv or not argv[0]:
-        raise MalformedInput(f"{at}: empty command")
+    try:
+        argv = split_command(raw.get("command"))
+    except CommandError as exc:
+        raise MalformedInput(f"{at}: {exc}") from None
     env = raw.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ledger.argv import CommandError, split_command
 from ledger.errors import TaskError
 from ledger.tasks.model import NEEDS, Environment, Grading, Signal, Solution
 
@@ -126,18 +126,10 @@ def _number(value: Any, where: str, *, integer: bool = False, positive: bool = T
 
 
 def _command(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise TaskError(f"{where}: cannot split command {value!r}: {exc}") from None
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        argv = list(value)
-    else:
-        raise TaskError(f"{where}: expected a command (list of strings or a string)")
-    if not argv or not argv[0]:
-        raise TaskError(f"{where}: empty command")
-    return tuple(argv)
+    try:
+        return split_command(value)
+    except CommandError as exc:
+        raise TaskError(f"{where}: {exc}") from None
 
 
 def parse_signal(raw: Any, where: str) -> Signal:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import tarfile
@@ -39,6 +38,7 @@ from typing import Any
 import yaml
 
 from ledger import safefs
+from ledger.argv import CommandError, split_command
 from ledger.errors import NothingToRun, TaskError, UsageError
 from ledger.tasks import apply, runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
@@ -504,9 +504,6 @@ def mine(opts: MineOptions, progress: Progress | None = None, *,
 
 def parse_test_command(text: str) -> tuple[str, ...]:
     try:
-        argv = tuple(shlex.split(text))
-    except ValueError as exc:
+        return split_command(text)
+    except CommandError as exc:
         raise UsageError(f"--test-cmd: {exc}") from None
-    if not argv:
-        raise UsageError("--test-cmd is empty")
-    return argv
