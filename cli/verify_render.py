@@ -4,51 +4,38 @@ as the text a person reads. Nothing here checks anything."""
 from __future__ import annotations
 
 from ledger.journal.seen import Remembered
-from ledger.verify.steps import (
-    AttestationChecked,
-    Audited,
-    BundleChecked,
-    BundleScope,
-    CheckpointTarget,
-    EntryTarget,
-    JournalChecked,
-    RememberedChecked,
-    RunTarget,
-    Step,
-    Verification,
-    Witnessed,
-)
+from ledger.verify import steps
 
 
-def render_lines(v: Verification) -> list[str]:
+def render_lines(v: steps.Verification) -> list[str]:
     """Every step's lines, in the order the checks ran."""
     return [line for step in v.steps for line in _lines(step)]
 
 
-def _lines(step: Step) -> list[str]:
-    if isinstance(step, JournalChecked):
+def _lines(step: steps.Step) -> list[str]:
+    if isinstance(step, steps.JournalChecked):
         return _journal(step.summary)
-    if isinstance(step, BundleChecked):
+    if isinstance(step, steps.BundleChecked):
         return [f"bundle: checkpoint signature ok, {step.entries} entries "
                 f"({step.first_seq}..{step.last_seq}) included in tree of size {step.tree_size}"]
-    if isinstance(step, BundleScope):
+    if isinstance(step, steps.BundleScope):
         return _scope(step)
-    if isinstance(step, RememberedChecked):
+    if isinstance(step, steps.RememberedChecked):
         return [_remembered(step.remembered)]
-    if isinstance(step, Witnessed):
+    if isinstance(step, steps.Witnessed):
         return [f"witnesses: {len(step.cosigned_by)} of {step.witnesses} cosigned the latest checkpoint "
                 f"(size {step.size}): {', '.join(step.cosigned_by)} (threshold {step.threshold})"]
-    if isinstance(step, RunTarget):
+    if isinstance(step, steps.RunTarget):
         head = [] if step.from_bundle else [
             f"run {step.run}: {step.entries} entries, seq {step.first_seq}..{step.last_seq}"]
         return head + [line for a in step.attestations for line in _attestation(a)]
-    if isinstance(step, EntryTarget):
+    if isinstance(step, steps.EntryTarget):
         head = (f"entry {step.seq} ({step.kind}): included in the signed tree" if step.leaf_hash is None else
                 f"entry {step.seq} ({step.kind}): leaf hash and inclusion proof in tree of size {step.size} ok")
         return [head, *(_attestation(step.attestation) if step.attestation is not None else [])]
-    if isinstance(step, CheckpointTarget):
+    if isinstance(step, steps.CheckpointTarget):
         return [f"checkpoint: size {step.size}, signature ok, root matches the journal"]
-    if isinstance(step, Audited):
+    if isinstance(step, steps.Audited):
         a = step.report
         return [f"runs: {a.runs}; {a.attestations} attestations checked (signature, checkpoint, "
                 f"attempt, results, place in the run); {a.views} recorded views replayed",
@@ -71,7 +58,7 @@ def _journal(summary: dict[str, object]) -> list[str]:
     return lines
 
 
-def _scope(b: BundleScope) -> list[str]:
+def _scope(b: steps.BundleScope) -> list[str]:
     if b.kind == "run":
         lines = [f"bundle: the whole run {b.run} (run.started .. run.finished and its view)"]
         if b.version == 2:
@@ -99,7 +86,7 @@ def _remembered(r: Remembered) -> str:
     return f"{head}{tail} ({r.path})"
 
 
-def _attestation(a: AttestationChecked) -> list[str]:
+def _attestation(a: steps.AttestationChecked) -> list[str]:
     r = a.report
     return [f"attestation {r.hash[:16]}... seq {a.seq}: {r.verdict} (level {r.level})",
             *(f"  {c}" for c in r.checks),
