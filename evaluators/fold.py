@@ -181,7 +181,9 @@ def _on_agent_started(state: FoldState, entry: Entry) -> None:
 
 def _on_fs_read(state: FoldState, entry: Entry) -> None:
     d = entry.data
-    a = _attempt(state, entry)
+    a = state.last_attempt  # _attempt's first check without the call (the most common kind)
+    if a is None or a.attempt != d.get("attempt"):
+        a = _attempt(state, entry)
     path = d.get("path")
     resolved = d.get("resolved")
     if type(path) is not str or (resolved is not None and type(resolved) is not str):
@@ -535,23 +537,30 @@ def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldSt
     st = new_state() if state is None else state
     kept = trusted(entries, st.run_id)
     st.injected.extend(kept.findings)
-    # ``fold`` inlined for the entries of the run (all but a few): one call less per entry
-    handlers, by_kind = _HANDLERS, st.by_kind
+    # ``fold`` inlined for the entries of the run (all but a few): one call less per entry;
+    # ``st.entries`` is counted in a local and stored before each view.recorded (the only
+    # handler that reads it, through the views) and at the end
+    handlers, by_kind, run_id, n = _HANDLERS, st.by_kind, st.run_id, st.entries
     for entry in kept.entries:
-        if entry.run != st.run_id:
+        if entry.run != run_id:
+            st.entries = n
             fold(st, entry)  # another run's entry, or the first to name the run
+            n, run_id = st.entries, st.run_id
             continue
         kind = entry.kind
         handler = handlers.get(kind)
         if handler is None:
             st.unknown[kind] = st.unknown.get(kind, 0) + 1
         else:
+            if kind == "view.recorded":
+                st.entries = n
             try:
                 handler(st, entry)
             except _Malformed:
                 st.malformed[kind] = st.malformed.get(kind, 0) + 1
-        st.entries += 1
+        n += 1
         by_kind[kind] = by_kind.get(kind, 0) + 1
+    st.entries = n
     return st
 
 

@@ -167,9 +167,14 @@ def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
     """
     # the run's entries are held in memory to see which evaluators recorded views before
     # replaying; building that list with the cyclic collector running cost more than the
-    # statistics view itself (benchmarks/replay.py, ``stats_replay``): paused, as in the fold
+    # statistics view itself (benchmarks/replay.py, ``stats_replay``): the whole replay runs
+    # with it paused, and the list and the folds are freed before it resumes (views.replay)
     with views.cyclic_gc_paused():
-        seen = [e for e in entries if e.run == run_id]
+        return _replay_run(entries, run_id)
+
+
+def _replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+    seen = [e for e in entries if e.run == run_id]
     recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
     if Statistics.name in recorded and "bench" not in recorded:
         # the golden and statistics views are views of one fold: replayed in one pass

@@ -72,16 +72,21 @@ ATTEMPT_KINDS = frozenset({"commitment", "diff", "canary.commitment", "canary.re
 span rule applies to them. Unknown kinds are left to the fold, which counts them."""
 
 
+_SCALARS = (str, int, float)  # bool is an int
+
+
 def _hashable(value: Any) -> Any:
-    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+    return value if value is None or isinstance(value, _SCALARS) else repr(value)
 
 
-def _result_key(e: Entry) -> tuple[Any, ...]:
-    if e.kind == "test.result":
-        return (e.kind, _hashable(e.data.get("suite")))
-    if e.kind == "signal.result":
-        return (e.kind, _hashable(e.data.get("index")))
-    return (e.kind,)
+def _result_key(a: str, e: Entry) -> tuple[Any, ...]:
+    """What makes a result of attempt ``a`` the only one of its kind (per suite, per signal)."""
+    kind = e.kind
+    if kind == "test.result":
+        return (a, kind, _hashable(e.data.get("suite")))
+    if kind == "signal.result":
+        return (a, kind, _hashable(e.data.get("index")))
+    return (a, kind)
 
 
 def _attempt_kind(kind: str) -> bool:
@@ -96,20 +101,15 @@ _KIND_CLASSES = {"run.started": _RUN_STARTED, "run.finished": _RUN_FINISHED,
                  "judge.verdict": _JUDGE_VERDICT}
 
 
-class _KindClasses(dict[str, int]):
-    """The class of each kind, worked out once per kind (one ``trusted`` call's worth)."""
-
-    def __missing__(self, kind: str) -> int:
-        if kind in _KIND_CLASSES:
-            c = _KIND_CLASSES[kind]
-        elif not _attempt_kind(kind):
-            c = _PASS
-        elif kind == "attempt.started":
-            c = _ATTEMPT_STARTED
-        else:
-            c = _RESULT if kind in RESULT_KINDS else _ATTEMPT_ACTIVITY
-        self[kind] = c
-        return c
+def _kind_class(kind: str) -> int:
+    """The class of a kind (``trusted`` works it out once per kind and call)."""
+    if kind in _KIND_CLASSES:
+        return _KIND_CLASSES[kind]
+    if not _attempt_kind(kind):
+        return _PASS
+    if kind == "attempt.started":
+        return _ATTEMPT_STARTED
+    return _RESULT if kind in RESULT_KINDS else _ATTEMPT_ACTIVITY
 
 
 def _bound_seqs(att_entry: Entry) -> frozenset[int] | None:
@@ -240,7 +240,7 @@ class _Placer:
         if c != _ATTEMPT_ACTIVITY:  # a result (attempt.started is one too)
             if b is not None and seq not in b:
                 return a, "a result the attempt's signed attestation does not bind"
-            key = (a, *_result_key(e))
+            key = _result_key(a, e)
             if key in self.seen:
                 return a, "a second result of the same kind in the attempt's span"
             self.seen.add(key)
@@ -292,23 +292,37 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     placer = _Placer(_structure(es, run_id))
     kept: list[Entry] = []
     findings: list[Finding] = []
-    classes = _KindClasses()
+    classes: dict[str, int] = {}
     attempt_entry, run_entry = placer.attempt_entry, placer.run_entry
+    spans, activity, keep = placer.st.spans, _ATTEMPT_ACTIVITY, kept.append
+    prev_kind: str | None = None
     for e in es:
         if e.run != run_id:
-            kept.append(e)
+            keep(e)
             continue
         k = e.kind
-        c = classes[k]
-        if c >= _ATTEMPT_STARTED:  # most entries: the attempt kinds
+        c = classes.get(k)
+        if c is None:
+            c = classes[k] = _kind_class(k)
+        if c == activity:
+            # most entries (reads, writes, tool calls): inside their attempt's span is all the
+            # rule asks of them, checked here without a call (attempt_entry's first branch)
+            a = e.data.get("attempt")
+            span = spans.get(a) if type(a) is str else None
+            if span is not None and span[0] < e.seq < span[1]:
+                keep(e)
+                prev_kind = k
+                continue
+        if c >= _ATTEMPT_STARTED:  # the attempt kinds
             bad = attempt_entry(e, c)
         elif c == _PASS:
             bad = None
         else:
+            placer.prev_kind = prev_kind
             bad = run_entry(e, c)
         if bad is not None:
             findings.append(Finding(e.seq, e.kind, e.run, bad[0], bad[1]))
             continue
-        kept.append(e)
-        placer.prev_kind = k
+        keep(e)
+        prev_kind = k
     return Trusted(tuple(kept), tuple(findings))

@@ -461,6 +461,17 @@ def replay(entries: Iterable[Entry], run_id: str, *,
     only those. ``older``: the views of those evaluators' earlier versions, keyed
     ``name@version``: a ``view.recorded`` of that version is recomputed by its own function.
     """
+    # the whole replay with the collector paused, and every entry and the fold state freed
+    # before it resumes: a collection after the pause walks every object allocated during it
+    # that is still alive (about 1.3 s of CPU for a 500,000-entry run, benchmarks/replay.py)
+    with cyclic_gc_paused():
+        return _replay(entries, run_id, evaluators, golden, older)
+
+
+def _replay(entries: Iterable[Entry], run_id: str,
+            evaluators: Mapping[str, tuple[str, Callable[[FoldState], dict[str, Any]]]] | None,
+            golden: bool,
+            older: Mapping[str, Callable[[FoldState], dict[str, Any]]] | None) -> ReplayResult:
     state = _prepared_for_replay(run_id)
     if not golden:
         state.view_fn, state.view_name = None, None
@@ -469,8 +480,7 @@ def replay(entries: Iterable[Entry], run_id: str, *,
     state.other_views.update(older or {})
     names = ([EVALUATOR_NAME] if golden else []) + sorted(others)
     label = " and ".join(names)
-    with cyclic_gc_paused():
-        state = fold_all(entries, state)
+    state = fold_all(entries, state)
     views: list[ReplayedView] = []
     for rv in state.recorded_views:
         if rv.computed is None:
