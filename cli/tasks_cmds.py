@@ -335,7 +335,7 @@ def import_swebench_cmd(ctx: Ctx, file: Path, repos: Path, tier: str, out: Path 
 
     report = import_swebench(file, repos, out=out or ctx.home.golden_dir, tier=_tier_name(tier), python=python,
                              progress=_progress_line(_console(err=True)), environment=environment,
-                             confinement=task_confinement("auto"))
+                             confinement=task_confinement("auto", environments="wanted" if environment else ""))
     _render_import(report, as_json)
 
 
@@ -353,5 +353,5 @@ def import_harbor_cmd(ctx: Ctx, folder: Path, tier: str, out: Path | None, as_js
 
     report = import_harbor(folder, out=out or ctx.home.golden_dir, tier=_tier_name(tier),
                            progress=_progress_line(_console(err=True)),
-                           confinement=task_confinement("auto"))
+                           confinement=task_confinement("auto", environments="wanted"))
     _render_import(report, as_json)

@@ -53,7 +53,8 @@ from ledger.errors import MalformedInput, TaskError, UsageError
 from ledger.tasks import runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
 from ledger.tasks.mine import export_tree, git
-from ledger.tasks.validate import validate_task
+from ledger.tasks.model import Task
+from ledger.tasks.validate import ValidationResult, validate_task
 
 Progress = Callable[[str], None]
 _ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -258,9 +259,30 @@ def _prove_swebench(folder: Path, meta: dict[str, Any], statement: str, tier: st
     if env and environment and "solution-applies" not in failed:
         meta["needs"] = ["container"]
         _write_md(folder, meta, statement)
-        load_task(folder, tier=tier)
-        return f"needs its container: on this host {_failed_checks(result)}"
+        inside = in_environment(load_task(folder, tier=tier), scratch)
+        if inside is not None and not inside.ok:
+            raise _Skip(f"not fair in its environment: {_failed_checks(inside)}")
+        return f"needs its container: on this host {_failed_checks(result)}" + _proved(inside)
     raise _Skip(("environment cannot be built here: " if env else "not fair: ") + _failed_checks(result))
+
+
+def in_environment(task: Task, scratch: Path) -> ValidationResult | None:
+    """``task`` validated in containers of its image, when the caller's confinement runs tasks in
+    their environment (``runner.confining_now`` has ``in_environment``: an engine works); None
+    when it does not (the task is then imported unproven, ``needs: container``)."""
+    confinement = runner.confining_now()
+    if task.environment is None or not hasattr(confinement, "in_environment"):
+        return None
+    return validate_task(task, workdir=scratch, confinement=confinement)
+
+
+def _proved(inside: ValidationResult | None) -> str:
+    if inside is None:
+        return "; not tried in its environment (no container engine)"
+    if inside.ok:
+        image = (inside.environment or {}).get("image", "its image")
+        return f"; in its environment ({image}) the oracle passes and the noop fails"
+    return f"; in its environment too: {_failed_checks(inside)}"
 
 
 class _Skip(Exception):
@@ -504,7 +526,7 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
             reason = f"not tried: {unsafe}"
         meta["needs"] = ["container"]
         _write_md(folder, meta, hs.instruction)
-        load_task(folder, tier=tier)
+        reason += _proved(in_environment(load_task(folder, tier=tier), scratch))
         return Imported(name, True, f"needs its container: on this host {reason}", task_id=task_id,
                         folder=str(folder), needs=("container",))
     except _Skip as exc:

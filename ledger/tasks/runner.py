@@ -11,6 +11,8 @@ processes (``--sandbox none``, and every caller that passes nothing).
                                          the block goes through ``runner`` (a context variable:
                                          parallel validations in other threads are unaffected)
     with confining(confinement): ...     an entry point's confinement, for the blocks below
+    confining_now()                      that confinement (``PLAIN`` outside such a block); one
+                                         with ``in_environment`` runs tasks in their images
     with isolated(root, readable): ...   ``using`` the confining block's ``isolated`` runner
     current()                            the runner of the block (``PLAIN.plain()`` outside one)
     solution_for_step(task)              the folder ``$LEDGER_SOLUTION_DIR`` names for the
@@ -131,6 +133,11 @@ def confining(confinement: Confinement) -> Iterator[Confinement]:
         _CONFINING.reset(token)
 
 
+def confining_now() -> Confinement:
+    """The confinement of the confining block (``PLAIN`` outside one)."""
+    return _CONFINING.get() or PLAIN
+
+
 @contextlib.contextmanager
 def isolated(root: Path, readable: Sequence[Path] = ()) -> Iterator[CommandRunner]:
     """``using`` the ``isolated`` runner of the confining block's confinement (``PLAIN``'s
@@ -178,4 +185,4 @@ def solution_for_step(task: Task) -> Iterator[Path]:
 
 
 __all__ = ["ENVIRONMENT_PATH", "PLAIN", "CommandRunner", "Confinement", "Plain", "PlainRunner", "confining",
-           "current", "environment_of", "isolated", "scratch_dir", "solution_for_step", "using"]
+           "confining_now", "current", "environment_of", "isolated", "scratch_dir", "solution_for_step", "using"]

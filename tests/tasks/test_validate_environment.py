@@ -75,6 +75,11 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     got = {r["name"]: r for r in json.loads(result.stdout)["results"]}
     assert got["frob"]["needs"] == ["container"] and got["broken"]["needs"] == ["container"], got
     assert got["wordcount"]["needs"] == []
+    from ledger.sandbox.container import engine
+
+    if engine.probe().runs:  # the import tried each in its container: frob is fair there, broken does not build
+        assert got["frob"]["reason"].endswith("the oracle passes and the noop fails"), got["frob"]
+        assert "in its environment too: environment (" in got["broken"]["reason"], got["broken"]
     return home
 
 
@@ -213,3 +218,45 @@ def swebench_task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
     from tests.sandbox.container import test_swebench_in_container as swe
 
     return swe.imported.__wrapped__(tmp_path_factory)  # type: ignore[attr-defined]
+
+
+def _swebench_records(tmp: Path) -> Path:
+    """Two records of a repository whose dependency is a wheel it vendors: a fair one, and one whose
+    reference patch does not fix the bug (fair nowhere)."""
+    from tests.sandbox.container.test_swebench_in_container import DEP, wheel
+    from tests.tasks.gitrepos import commit, git, init
+
+    clone = init(tmp / "repos" / "acme__dep")
+    uses = f"from {DEP} import double\n\n\ndef twice(x):\n    return double(x)\n"
+    (clone / "vendor").mkdir()
+    (clone / f"vendor/{DEP}-0.1-py3-none-any.whl").write_bytes(wheel())
+    git(clone, "add", "vendor")
+    base = commit(clone, "start", {"twice.py": uses.replace("double(x)", "x + x + 1"),
+                                   "requirements.txt": f"vendor/{DEP}-0.1-py3-none-any.whl\n",
+                                   "tests/test_twice.py": f"import {DEP}\n\n\ndef test_zero():\n    pass\n"})
+    fix = commit(clone, "fix", {"twice.py": uses, "tests/test_twice.py": f"import {DEP}\nfrom twice import twice"
+                                "\n\n\ndef test_zero():\n    pass\n\n\ndef test_twice():\n    assert twice(4) == 8\n"})
+    wrong = commit(clone, "a wrong fix", {"twice.py": uses.replace("double(x)", "double(x) + 1")})
+    common = {"repo": "acme/dep", "base_commit": base, "problem_statement": "twice(4) is 9\n",
+              "test_patch": git(clone, "diff", base, fix, "--", "tests") + "\n",
+              "FAIL_TO_PASS": ["tests/test_twice.py::test_twice"], "PASS_TO_PASS": ["tests/test_twice.py::test_zero"]}
+    records = [{**common, "instance_id": "acme__dep-1", "patch": git(clone, "diff", base, fix, "--", "twice.py") + "\n"},
+               {**common, "instance_id": "acme__dep-2", "patch": git(clone, "diff", base, wrong, "--", "twice.py") + "\n"}]
+    data = tmp / "instances.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return data
+
+
+def test_swebench_import_with_environment_proves_each_record_in_its_environment(podman: Any, tmp_path: Path) -> None:
+    data = _swebench_records(tmp_path)
+    result = ledger(tmp_path / ".ledger", "tasks", "import", "swebench", str(data), "--repos",
+                    str(tmp_path / "repos"), "--environment", "--json")
+    assert result.exit_code == 0, result.output
+    got = {r["name"]: r for r in json.loads(result.stdout)["results"]}
+    fair = got["acme__dep-1"]
+    assert fair["accepted"] and fair["needs"] == ["container"]
+    assert "in its environment (localhost/ledger-env:" in fair["reason"]
+    assert "the oracle passes and the noop fails" in fair["reason"]
+    wrong = got["acme__dep-2"]  # on this host it fails for want of its dependency; in its image, on its merits
+    assert not wrong["accepted"] and wrong["reason"].startswith("not fair in its environment: ")
+    assert "FAIL_TO_PASS tests/test_twice.py::test_twice" in wrong["reason"]
