@@ -35,6 +35,7 @@ from ledger import safefs
 from ledger.agents.capture import bound_text
 from ledger.errors import TaskError
 from ledger.run.background import Background
+from ledger.run.gitobjects import initial_commit
 from ledger.tasks.model import Task
 
 BASE_MESSAGE = "starting state"
@@ -228,6 +229,28 @@ def _clear_worktree(worktree: Path) -> None:
             child.unlink()
 
 
+def _git_history(worktree: Path, task: Task, commits: list[Any], env: Mapping[str, str], *,
+                 copied: bool) -> str:
+    """The worktree's history made by git itself: the task's replayed commits, then ``repo/`` as
+    ``starting state`` (a tree ``initial_commit`` declines, or a task with a history)."""
+    if (worktree / ".git").exists():
+        remove_tree(worktree / ".git")
+    git(worktree, "init", "-q", "-b", "main", env=env)
+    (worktree / ".git" / "info").mkdir(exist_ok=True)
+    (worktree / ".git" / "info" / "exclude").write_text("\n".join(EXCLUDES) + "\n")
+    for commit in commits:
+        _write_history(worktree, commit.files)
+        git(worktree, "add", "-A", env=env)
+        git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", commit.message, env=env)
+    if commits:
+        _clear_worktree(worktree)
+    if not copied:
+        copy_tree(task.repo_dir, worktree)
+    git(worktree, "add", "-A", env=env)
+    git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", BASE_MESSAGE, env=env)
+    return (worktree / ".git" / "refs" / "heads" / "main").read_text().strip()
+
+
 def create_workspace(
     task: Task,
     *,
@@ -251,21 +274,14 @@ def create_workspace(
         worktree, home, scratch = root / "wt", root / "home", root / "scratch"
         for folder in (worktree, home, scratch):
             folder.mkdir(mode=0o700)
-        env = git_env(home)
-        git(worktree, "init", "-q", "-b", "main", env=env)
-        (worktree / ".git" / "info").mkdir(exist_ok=True)
-        (worktree / ".git" / "info" / "exclude").write_text("\n".join(EXCLUDES) + "\n")
         commits = list(history)
-        for commit in commits:
-            _write_history(worktree, commit.files)
-            git(worktree, "add", "-A", env=env)
-            git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", commit.message, env=env)
-        if commits:
-            _clear_worktree(worktree)
-        copy_tree(task.repo_dir, worktree)
-        git(worktree, "add", "-A", env=env)
-        git(worktree, "commit", "-q", "--allow-empty", "--no-verify", "-m", BASE_MESSAGE, env=env)
-        base = (worktree / ".git" / "refs" / "heads" / "main").read_text().strip()
+        base = None
+        if not commits:  # the usual case: written in-process, no git process (gitobjects.py)
+            copy_tree(task.repo_dir, worktree)
+            base = initial_commit(worktree, message=BASE_MESSAGE, identity=GIT_IDENTITY,
+                                  exclude="\n".join(EXCLUDES) + "\n")
+        if base is None:
+            base = _git_history(worktree, task, commits, git_env(home), copied=not commits)
         git_dir = pending = None
         if shadow_git:
             # the harness keeps the very .git it made; the agent gets a copy, made in the
@@ -343,6 +359,44 @@ def _read_bounded(argv: list[str], cwd: Path, env: Mapping[str, str], limit: int
     if code != 0:
         raise WorkspaceError(f"{' '.join(argv[:2])} exited with {code}")
     return head, more, total
+
+
+_DIFF = ("diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv")
+LISTING_LIMIT = 4 * 1024 * 1024  # bytes of the raw and numstat listing read with the patch
+
+
+def _split_listing(out: bytes) -> tuple[bytes, bytes] | None:
+    """(listing, patch) of ``git diff -z --raw --numstat -p``: the raw records (``:...`` and a
+    path each), the numstat records, one empty record, then the patch; None when ``out`` ends
+    before the patch begins (cut short by the read limit)."""
+    pos = 0
+    while out.startswith(b":", pos):  # a raw record, then its path (paths hold no NUL)
+        for _ in range(2):
+            pos = out.find(b"\0", pos) + 1
+            if pos == 0:
+                return None
+    while pos < len(out) and out[pos] != 0:  # a numstat record ("added\tremoved\tpath")
+        pos = out.find(b"\0", pos) + 1
+        if pos == 0:
+            return None
+    if pos >= len(out):
+        return (out, b"") if pos == len(out) and not out else None
+    return out[:pos], out[pos + 1:]
+
+
+def _git_diff(wt: Path, env: Mapping[str, str], base: str) -> tuple[list[dict[str, Any]], bytes, bool]:
+    """(files, the patch's first ``SCAN_LIMIT`` bytes, whether there was more) of the staged
+    change against ``base``: one git process for the listing and the patch, or two when the
+    listing alone outgrows ``LISTING_LIMIT``."""
+    out, more, _total = _read_bounded(["git", *_DIFF, "-z", "--raw", "--numstat", "-p", base, "--"],
+                                      wt, env, LISTING_LIMIT + SCAN_LIMIT)
+    split = _split_listing(out)
+    if split is not None and (not more or len(split[1]) >= SCAN_LIMIT):
+        listing, patch = split
+        return _parse_raw_numstat(listing), patch[:SCAN_LIMIT], more or len(patch) > SCAN_LIMIT
+    listing = git(wt, *_DIFF, "-z", "--raw", "--numstat", base, env=env).stdout
+    head, more, _total = _read_bounded(["git", *_DIFF, base, "--"], wt, env, SCAN_LIMIT)
+    return _parse_raw_numstat(listing), head, more
 
 
 def _parse_raw_numstat(out: bytes) -> list[dict[str, Any]]:
@@ -500,12 +554,7 @@ def take_diff(
             # repository, or refuse one without a commit: the safe walk takes the diff instead
             raise WorkspaceError("the worktree holds a nested repository")
         git(wt, "add", "-A", env=env)
-        common = ["--cached", "--no-renames", "--no-ext-diff", "--no-textconv"]
-        listing = git(wt, "diff", *common, "-z", "--raw", "--numstat", ws.base, env=env).stdout
-        files = _parse_raw_numstat(listing)
-        head, more, _total = _read_bounded(
-            ["git", "diff", *common, ws.base, "--"], wt, env, SCAN_LIMIT
-        )
+        files, head, more = _git_diff(wt, env, ws.base)
         conflict = bool(_MARKER.search(head))
         patch_full = head.decode("utf-8", "replace")
         if more:
