@@ -58,6 +58,7 @@ from typing import Any
 
 from ledger.agents import strace as st
 from ledger.agents import trace as tr
+from ledger.run.background import Background
 from ledger.sandbox.tracelog import agent_lines
 
 MARK_ENV = "LEDGER_TRACE_MARK"
@@ -274,11 +275,14 @@ class GradingCapture:
         self.enabled, self.sandboxed = enabled, sandboxed
         self._runs: list[tuple[str, Path, str, bool]] = []
         self._facts: list[dict[str, Any]] = []
+        self._handed = 0  # runs handed to a parse (the commands run one after the other)
+        self._parsing: Background | None = None  # the last parse, beside the next command
 
     def wrap(self, inner: Callable[[list[str]], list[str]]) -> TracedWrap:
         return TracedWrap(self, inner)
 
     def _start(self, argv: Sequence[str]) -> list[str]:
+        self._settle()  # the commands so far have ended: their logs are read beside this one
         n = len(self._runs)
         log = self.scratch / f"grading-trace-{n}.log"
         nonce = secrets.token_hex(16)
@@ -288,8 +292,23 @@ class GradingCapture:
         return [DETACH if a == "-DDD" else TRACED if a.startswith("trace=") else a
                 for a in st.strace_command(log, {MARK_ENV: nonce})]
 
+    def _settle(self) -> None:
+        """Hand the runs not yet parsed to a parse in a thread (after the previous parse, so
+        the facts keep the commands' order)."""
+        todo = self._runs[self._handed:]
+        if todo:
+            self._handed = len(self._runs)
+            self._parsing = Background(self._parse, todo, self._parsing)
+
     def _finish_all(self) -> None:
-        todo = self._runs[len(self._facts):]
+        self._settle()
+        parsing, self._parsing = self._parsing, None
+        if parsing is not None:
+            parsing.result()
+
+    def _parse(self, todo: list[tuple[str, Path, str, bool]], after: Background | None) -> None:
+        if after is not None:
+            after.result()
         killed = wait_tracers([log for _l, log, _n, _p in todo])
         for label, log, nonce, pytest in todo:
             one = self._one(label, log, nonce, pytest)
