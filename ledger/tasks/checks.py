@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ledger.safefs import read_prefix
-from ledger.spawn import spawning
+from ledger.spawn import spawning, wait_exit
 from ledger.tasks.model import Signal
 
 SIGNAL_TIMEOUT_S = 600.0
@@ -91,7 +91,7 @@ def run_command(
             return 127, time.perf_counter() - start, False
         timed_out = False
         try:
-            code = proc.wait(timeout=timeout)
+            code = wait_exit(proc, timeout)  # not Popen.wait's 50 ms polling
         except subprocess.TimeoutExpired:
             timed_out = True
             code = EXIT_TIMEOUT
