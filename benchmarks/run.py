@@ -121,6 +121,59 @@ def _per_attempt(items: list[Any]) -> dict[str, dict[str, Any]]:
     return per
 
 
+def _row(aid: str, p: dict[str, Any], timing: dict[str, Any]) -> dict[str, Any]:
+    """One attempt's row: volume, harness, felt and grading times, the harness steps."""
+    intervals = timing.get("children", [])
+    waited = timing_runner.union_s(intervals, p["start"], p["end"])
+    wall_ms = 1000 * (p["end"] - p["start"])
+    felt_ms = wall_ms - 1000 * (p.get("agent", 0.0) + p["tests"] + p["signals"])
+    gits = [(s, e) for s, e, label in timing.get("commands", []) if label == "git"]
+    git_ms = 1000 * timing_runner.union_s(gits, p["start"], p["end"])
+    return {
+        "attempt": aid.split("/")[1],
+        "entries": p["entries"],
+        "bytes": p["bytes"],
+        "wall_ms": round(wall_ms, 1),
+        "children_ms": round(1000 * waited, 1),
+        "harness_ms": round(wall_ms - 1000 * waited, 1),
+        # as a user feels it: only the agent's and the test and signal commands' own
+        # durations are not the harness's (git, sandbox set-up, capture, attestation are)
+        "felt_harness_ms": round(felt_ms, 1),
+        # where the felt time goes: in the worker with no child running, git's
+        # processes, and every other child the journal does not time (the signal
+        # canaries, the probes of the first attempt, the wrappers' start outside the
+        # commands' own durations, the collection when it outlasts the baseline)
+        "felt_breakdown_ms": {
+            "worker": round(wall_ms - 1000 * waited, 1),
+            "git": round(git_ms, 1),
+            "git_processes": len(gits),
+            "other_children": round(felt_ms - (wall_ms - 1000 * waited) - git_ms, 1),
+        },
+        "agent_ms": round(1000 * p.get("agent", 0.0), 1),
+        "tests_ms": round(1000 * p["tests"], 1),
+        # grading: from the agent's end to the last suite's result (capture times):
+        # applying the graded changes, the hidden tests, signals and suites
+        "grading_ms": (round((p["graded"] - p["agent_done"]) / 1e6, 1)
+                       if p.get("graded") and p.get("agent_done") else None),
+        # the hidden ids collected before the agent (once per task and worker): from
+        # the baseline's result to grading.expected
+        "collect_ms": (round((p["expected_at"] - p["baseline_at"]) / 1e6, 1)
+                       if p.get("expected_at") and p.get("baseline_at") else None),
+        "signals_ms": round(1000 * p["signals"], 1),
+        "verdict": p.get("verdict"),
+        "status": p.get("status"),
+        "error": p.get("error"),
+        "top_kinds": dict(sorted(p["kinds"].items(), key=lambda kv: -kv[1])[:4]),
+        # where the harness time goes: the longest stretches without a child process,
+        # as [offset from attempt.started, length] in ms
+        # harness steps in the worker: [wall ms, CPU ms]
+        "steps_ms": {k: [round(1000 * w), round(1000 * c)]
+                     for k, (w, c) in sorted(timing.get("phases", {}).items())},
+        "largest_gaps_ms": [[round(1000 * o), round(1000 * n)] for o, n in sorted(
+            timing_runner.gaps(intervals, p["start"], p["end"]), key=lambda g: -g[1])[:4]],
+    }
+
+
 def traced_smoke(canaries: bool = True, grading_trace: bool = True) -> dict[str, Any]:
     """The five smoke tasks, demo agent, strace: volume and harness time per attempt
     (``canaries=False``: the attempts get none; ``grading_trace=False``: their grading commands
@@ -159,43 +212,7 @@ def traced_smoke(canaries: bool = True, grading_trace: bool = True) -> dict[str,
         for aid, p in sorted(per.items()):
             f = timing_runner.child_file(children, aid)
             timing = json.loads(f.read_text()) if f.exists() else {}
-            intervals = timing.get("children", [])
-            waited = timing_runner.union_s(intervals, p["start"], p["end"])
-            wall_ms = 1000 * (p["end"] - p["start"])
-            rows.append({
-                "attempt": aid.split("/")[1],
-                "entries": p["entries"],
-                "bytes": p["bytes"],
-                "wall_ms": round(wall_ms, 1),
-                "children_ms": round(1000 * waited, 1),
-                "harness_ms": round(wall_ms - 1000 * waited, 1),
-                # as a user feels it: only the agent's and the test and signal commands' own
-                # durations are not the harness's (git, sandbox set-up, capture, attestation are)
-                "felt_harness_ms": round(
-                    wall_ms - 1000 * (p.get("agent", 0.0) + p["tests"] + p["signals"]), 1),
-                "agent_ms": round(1000 * p.get("agent", 0.0), 1),
-                "tests_ms": round(1000 * p["tests"], 1),
-                # grading: from the agent's end to the last suite's result (capture times):
-                # applying the graded changes, the hidden tests, signals and suites
-                "grading_ms": (round((p["graded"] - p["agent_done"]) / 1e6, 1)
-                               if p.get("graded") and p.get("agent_done") else None),
-                # the hidden ids collected before the agent (once per task and worker): from
-                # the baseline's result to grading.expected
-                "collect_ms": (round((p["expected_at"] - p["baseline_at"]) / 1e6, 1)
-                               if p.get("expected_at") and p.get("baseline_at") else None),
-                "signals_ms": round(1000 * p["signals"], 1),
-                "verdict": p.get("verdict"),
-                "status": p.get("status"),
-                "error": p.get("error"),
-                "top_kinds": dict(sorted(p["kinds"].items(), key=lambda kv: -kv[1])[:4]),
-                # where the harness time goes: the longest stretches without a child process,
-                # as [offset from attempt.started, length] in ms
-                # harness steps in the worker: [wall ms, CPU ms]
-                "steps_ms": {k: [round(1000 * w), round(1000 * c)]
-                             for k, (w, c) in sorted(timing.get("phases", {}).items())},
-                "largest_gaps_ms": [[round(1000 * o), round(1000 * n)] for o, n in sorted(
-                    timing_runner.gaps(intervals, p["start"], p["end"]), key=lambda g: -g[1])[:4]],
-            })
+            rows.append(_row(aid, p, timing))
     n = len(rows)
     out: dict[str, Any] = {
         "attempts": n,
@@ -327,14 +344,21 @@ def traced_rounds(rounds: int) -> dict[str, Any]:
     side's first attempt of a round pays its imports and first hashing: it is reported, not
     pooled); the ratio of those medians is the figure, each round's own ratio is listed too."""
     traced_runs, inspect_runs, bare_runs, canary_runs = [], [], [], []
+    load_start = os.getloadavg()
     for _ in range(max(1, rounds)):
         traced_runs.append(traced_smoke())
         bare_runs.append(traced_smoke(canaries=False, grading_trace=False))
         canary_runs.append(traced_smoke(canaries=True, grading_trace=False))
         inspect_runs.append(inspect_side())
     traced, side = traced_runs[-1], inspect_runs[-1]
-    out: dict[str, Any] = {"rounds": len(traced_runs), "traced": traced, "inspect": side}
+    out: dict[str, Any] = {"rounds": len(traced_runs), "traced": traced, "inspect": side,
+                           "loadavg_start": [round(x, 2) for x in load_start],
+                           "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
     rows = [r for t in traced_runs for r in t.get("per_attempt", [])]
+    if rows and all("felt_breakdown_ms" in r for r in rows):
+        out["felt_breakdown_ms_median_pooled"] = {
+            k: round(statistics.median(r["felt_breakdown_ms"][k] for r in rows), 1)
+            for k in rows[0]["felt_breakdown_ms"]}
     graded = [r["grading_ms"] for r in rows if r.get("grading_ms") is not None]
     collect = [r["collect_ms"] for r in rows if r.get("collect_ms") is not None]
     out["grading_ms_median_pooled"] = round(statistics.median(graded), 1) if graded else None
@@ -379,7 +403,30 @@ def traced_rounds(rounds: int) -> dict[str, Any]:
         "felt_vs_inspect_target": 2.0,
         "felt_vs_inspect_ok": felt_ratio <= 2.0,
     })
+    out["figures"] = _figures(out)
     return out
+
+
+def _figures(out: dict[str, Any]) -> dict[str, Any]:
+    """The three figures of issues 26 and 20 side by side, each with its same-run baseline,
+    ratio and target (the keys above hold the detail)."""
+    def pick(*keys: str) -> dict[str, Any]:
+        return {k: out.get(k) for k in keys}
+
+    return {
+        "felt_harness_ms": pick("felt_harness_ms_median_pooled",
+                                "inspect_harness_ms_median_pooled_with_first", "felt_vs_inspect",
+                                "felt_vs_inspect_target", "felt_vs_inspect_ok",
+                                "felt_breakdown_ms_median_pooled"),
+        "harness_ms": pick("harness_ms_median_pooled", "inspect_harness_ms_median_pooled",
+                           "harness_vs_inspect", "harness_vs_inspect_target",
+                           "harness_vs_inspect_ok"),
+        "grading_ms": pick("grading_ms_median_pooled", "grading_ms_median_pooled_canaries_no_trace",
+                           "grading_ms_median_pooled_no_canaries_no_trace", "grading_overhead",
+                           "canary_grading_overhead", "trace_grading_overhead",
+                           "grading_overhead_target", "grading_overhead_ok"),
+        "loadavg": [out.get("loadavg_start"), out.get("loadavg_end")],
+    }
 
 
 def _print(result: dict[str, Any], as_json: bool) -> None:

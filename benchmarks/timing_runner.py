@@ -31,11 +31,13 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
     from ledger.run.attempt import run_attempt as real
 
     intervals: list[tuple[float, float]] = []
+    commands: list[tuple[float, float, str]] = []  # the same, with what ran (its first words)
     orig_init = subprocess.Popen.__init__
     orig_handle = subprocess.Popen._handle_exitstatus  # type: ignore[attr-defined]
 
     def init(self: Any, *a: Any, **k: Any) -> None:
         self._bench_t0 = time.time()
+        self._bench_argv = a[0] if a else k.get("args")
         orig_init(self, *a, **k)
 
     def handle(self: Any, *a: Any, **k: Any) -> Any:
@@ -43,6 +45,7 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
         t0 = self.__dict__.pop("_bench_t0", None)
         if t0 is not None:
             intervals.append((t0, time.time()))
+            commands.append((t0, intervals[-1][1], _label(self.__dict__.pop("_bench_argv", None))))
         return out
 
     subprocess.Popen.__init__ = init  # type: ignore[method-assign]
@@ -69,7 +72,26 @@ def run_attempt(plan: Any, emit: Any, **kw: Any) -> Any:
         directory = os.environ.get(ENV)
         if directory:
             child_file(Path(directory), plan.attempt_id).write_text(
-                json.dumps({"children": intervals, "phases": phases}))
+                json.dumps({"children": intervals, "commands": commands, "phases": phases}))
+
+
+_WRAPPERS = frozenset({"strace", "bwrap", "prlimit", "setsid", "unshare", "env", "timeout"})
+
+
+def _label(argv: Any) -> str:
+    """What a child ran, for the benchmark's breakdown: the program's name and, for a wrapper
+    (strace, bwrap, ...), the first two words of the command after its last ``--``."""
+    if isinstance(argv, (str, bytes)):
+        argv = [argv]
+    words = [os.path.basename(str(w)) for w in (argv or [])]
+    if not words:
+        return "?"
+    head = words[0]
+    if head in _WRAPPERS and "--" in words:
+        inner = words[len(words) - words[::-1].index("--"):]
+        if inner:
+            return f"{head}>{' '.join(inner[:2])}"
+    return head
 
 
 # Harness steps timed inside the worker (wall and CPU seconds): where the harness time goes.
