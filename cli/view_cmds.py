@@ -72,6 +72,7 @@ def view_cmd(ctx: Ctx, runs: tuple[str, ...], output: Path | None, open_browser:
     else:
         click.echo(f"wrote {result['path']} ({result['size_bytes']} bytes, "
                    f"{result['attempts']} attempt(s) of {len(result['runs'])} run(s))")
+        click.echo(f"wrote {result['comparison']} (the comparison page: who passed what)")
         click.echo(reader.reading.line())
     if open_browser and not webbrowser.open(Path(result["path"]).resolve().as_uri()):
         raise NoBrowser(f"--open: no browser could be started here; the page is written at "

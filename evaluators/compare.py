@@ -158,15 +158,17 @@ def side(stats: Mapping[str, Any], agent: str, label: str | None = None) -> Side
     return Side(label or agent, stats.get("run_id"), agent, rows)
 
 
-def _repeat_pairs(pa: str, pb: str) -> tuple[int, int, int]:
-    """(pairs, only A passed, only B passed) over the repeats both patterns scored."""
-    pairs = b_only = a_only = 0
+def _repeat_pairs(pa: str, pb: str) -> tuple[int, int, int, int]:
+    """(pairs, only A passed, only B passed, both passed) over the repeats both patterns
+    scored (the same task and repeat: McNemar's pairs)."""
+    pairs = b_only = a_only = both = 0
     for x, y in zip(pa, pb, strict=False):
         if x in "01" and y in "01":
             pairs += 1
             a_only += x == "1" and y == "0"
             b_only += x == "0" and y == "1"
-    return pairs, a_only, b_only
+            both += x == "1" and y == "1"
+    return pairs, a_only, b_only, both
 
 
 def _paired_interval(diffs: Sequence[float], clusters: Sequence[str],
@@ -214,10 +216,12 @@ def paired_comparison(a: Side, b: Side, *, seed: int, level: float = st.LEVEL,
         if isinstance(sa, int | float) and isinstance(sb, int | float):
             score_diffs.append(float(sb) - float(sa))
         clusters.append(str(ra.get("cluster") or rb.get("cluster") or "task:" + t))
-        n, x, y = _repeat_pairs(str(ra.get("pattern", "")), str(rb.get("pattern", "")))
+        n, x, y, z = _repeat_pairs(str(ra.get("pattern", "")), str(rb.get("pattern", "")))
         pairs, a_only, b_only = pairs + n, a_only + x, b_only + y
+        # the task's outcome pairs (same repeat on both sides), which sum to the comparison's
         rows.append({"task": t, "a": ra.get("pattern"), "b": rb.get("pattern"),
-                     "a_rate": pa, "b_rate": pb, "difference": pb - pa})
+                     "a_rate": pa, "b_rate": pb, "difference": pb - pa,
+                     "pairs": n, "both": z, "a_only": x, "b_only": y, "neither": n - x - y - z})
     interval = _paired_interval(pass_diffs, clusters, level)
     boot = st.bootstrap_mean(score_diffs, seed, resamples, level)
     p = st.mcnemar_exact(a_only, b_only)

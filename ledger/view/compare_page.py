@@ -3,6 +3,12 @@ statistics view's intervals, flaky tasks and infra failures (evaluators/stats_vi
 paired comparisons of ``ledger compare --agents`` (evaluators/compare.py), for one run, and,
 for two runs, the same agents' per-task outcomes side by side (``ledger compare RUN_A RUN_B``).
 
+``comparison_body`` is the content of the separate comparison page (``ledger view`` writes it
+beside the report, ``--serve`` serves it at ``/compare.html``; the report links to it): for every
+two agents of a run, and the same agents of two runs, per task both sides' repeats and the
+outcome pairs of the same repeat (both passed, only A, only B, neither) with their sums, which
+are the pairs McNemar's test counts.
+
 Every figure is the evaluators'; this module only lays them out. A pattern has one character
 per repeat: ``1`` passed, ``0`` failed, ``x`` infra failure (excluded), ``.`` not run.
 """
@@ -13,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from evaluators.compare import paired_comparisons, side
+from evaluators.compare import Side, paired_comparisons, side
 
 
 def _e(value: Any) -> str:
@@ -139,21 +145,99 @@ def run_comparison(s: Mapping[str, Any]) -> str:
             + _flaky_and_infra(s) + "</section>")
 
 
-def cross_run_comparison(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> str:
-    """Run A against run B: the same-named agents' per-task outcomes and paired tests."""
+def _cross_pairs(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> list[tuple[Side, Side]]:
+    """The same-named agents of run A and run B (or the two runs' single agents)."""
     common = sorted(set(sa["per_agent"]) & set(sb["per_agent"]))
     if not common and len(sa["per_agent"]) == 1 == len(sb["per_agent"]):
         (x,), (y,) = list(sa["per_agent"]), list(sb["per_agent"])
-        pairs = [(side(sa, x, f"A:{x}"), side(sb, y, f"B:{y}"))]
-    else:
-        pairs = [(side(sa, x, f"A:{x}"), side(sb, x, f"B:{x}")) for x in common]
+        return [(side(sa, x, f"A:{x}"), side(sb, y, f"B:{y}"))]
+    return [(side(sa, x, f"A:{x}"), side(sb, x, f"B:{x}")) for x in common]
+
+
+def _cross(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> dict[str, Any] | None:
+    pairs = _cross_pairs(sa, sb)
     if not pairs:
+        return None
+    return paired_comparisons(pairs, seed_parts=(str(sa["run_id"]), str(sb["run_id"])),
+                              level=float(sa["level"]))
+
+
+def cross_run_comparison(sa: Mapping[str, Any], sb: Mapping[str, Any]) -> str:
+    """Run A against run B: the same-named agents' per-task outcomes and paired tests."""
+    ps = _cross(sa, sb)
+    if ps is None:
         return "<p class=meta>the two runs share no agent to pair</p>"
-    ps = paired_comparisons(pairs, seed_parts=(str(sa["run_id"]), str(sb["run_id"])),
-                            level=float(sa["level"]))
     return ("<section class=compare data-testid=cross-comparison>"
             + _paired(ps, "The same agents in run A and run B, paired on common tasks")
             + "</section>")
 
 
-__all__ = ["cross_run_comparison", "run_comparison"]
+# ---------------------------------------------------------------------------- the page
+
+def _who(r: Mapping[str, Any], a: str, b: str) -> str:
+    """Who passed the task: the sides that passed every repeat they scored."""
+    ok_a, ok_b = r["a_rate"] == 1, r["b_rate"] == 1
+    return "both" if ok_a and ok_b else a if ok_a else b if ok_b else "neither"
+
+
+def _outcome_pairs(c: Mapping[str, Any]) -> str:
+    """One comparison as the page shows it: per task, both sides' repeats and the pairs of the
+    same repeat (both passed, only A, only B, neither), then their sums, which are the pairs
+    McNemar's test counts."""
+    a, b = str(c["a"]["label"]), str(c["b"]["label"])
+    m, level = c["mcnemar"], float(c["level"])
+    alpha = f"{round(100 * (1 - level), 1):g}%"
+    words = ("distinguishable from zero" if c["distinguishable"]
+             else "not distinguishable from zero")
+    rows = "".join(
+        f"<tr data-task='{_e(r['task'])}'><td>{_e(r['task'])}</td>"
+        f"<td><code>{_e(r['a'])}</code></td><td><code>{_e(r['b'])}</code></td>"
+        f"<td class=n>{r['both']}</td><td class=n>{r['a_only']}</td>"
+        f"<td class=n>{r['b_only']}</td><td class=n>{r['neither']}</td>"
+        f"<td>{_e(_who(r, a, b))}</td></tr>" for r in c["pairs_by_task"])
+    rs = c["pairs_by_task"]
+    both, neither = sum(r["both"] for r in rs), sum(r["neither"] for r in rs)
+    totals = (f"<tr data-testid=totals><th>{c['tasks']} tasks</th><th></th><th></th>"
+              f"<th class=n>{both}</th><th class=n>{c['a_only']}</th><th class=n>{c['b_only']}</th>"
+              f"<th class=n>{neither}</th><th>{c['pairs']} pairs</th></tr>")
+    summary = (f"over {c['tasks']} common task(s), {c['pairs']} pairs of the same repeat, "
+               f"{c['discordant']} discordant ({c['a_only']} only {a}, {c['b_only']} only {b}); "
+               f"{b} - {a} pass rate {_f(c['pass_rate'].get('difference'))} "
+               f"{_interval(c['pass_rate'].get('low'), c['pass_rate'].get('high'))}; McNemar "
+               f"exact p = {m['p']:.4g} (Holm {m['p_holm']:.4g}); {words} at {alpha}")
+    return (f"<section class=compare data-testid=pair data-a='{_e(a)}' data-b='{_e(b)}'>"
+            f"<h3>{_e(b)} vs {_e(a)}</h3><p data-testid=pair-summary>{_e(summary)}</p>"
+            f"<table data-testid=outcome-pairs><tr><th>task</th><th>{_e(a)}</th><th>{_e(b)}</th>"
+            f"<th class=n>both passed</th><th class=n>only {_e(a)}</th>"
+            f"<th class=n>only {_e(b)}</th><th class=n>neither</th><th>passed the task</th></tr>"
+            + rows + totals + "</table></section>")
+
+
+def comparison_body(stats: Sequence[Mapping[str, Any] | None]) -> str:
+    """The comparison page's content: in each run, every two agents; with two runs, the same
+    agents of run A and run B; each pair task by task (the statistics views of the runs, None
+    for a run without scored attempts)."""
+    parts = []
+    for s in stats:
+        if s is None:
+            continue
+        agents = sorted(s["per_agent"])
+        pairs = [(side(s, a), side(s, b)) for i, a in enumerate(agents) for b in agents[i + 1:]]
+        parts.append(f"<h2>Run <code>{_e(s['run_id'])}</code>: {len(agents)} agent(s)</h2>")
+        if not pairs:
+            parts.append("<p class=meta>one agent: nothing to pair inside the run</p>")
+            continue
+        ps = paired_comparisons(pairs, seed_parts=(str(s["run_id"]),), level=float(s["level"]))
+        parts.extend(_outcome_pairs(c) for c in ps["comparisons"])
+    if len(stats) == 2 and stats[0] is not None and stats[1] is not None:
+        parts.append(f"<h2>Run A <code>{_e(stats[0]['run_id'])}</code> against run B "
+                     f"<code>{_e(stats[1]['run_id'])}</code></h2>")
+        ps = _cross(stats[0], stats[1])
+        if ps is None:
+            parts.append("<p class=meta>the two runs share no agent to pair</p>")
+        else:
+            parts.extend(_outcome_pairs(c) for c in ps["comparisons"])
+    return "".join(parts) or "<p class=meta>no scored attempts to compare</p>"
+
+
+__all__ = ["comparison_body", "cross_run_comparison", "run_comparison"]

@@ -19,7 +19,7 @@ from evaluators.compare import COMPONENTS, compare
 from evaluators.explore import TRANSCRIPT_KINDS, AttemptDetail, RunReport
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
 from ledger.tasks.model import TIERS
-from ledger.view.compare_page import cross_run_comparison, run_comparison
+from ledger.view.compare_page import comparison_body, cross_run_comparison, run_comparison
 
 SIZE_MARK = "@@REPORT-SIZE@@"
 PALETTE = ("#2456a6", "#c2410c", "#17803d", "#7c3aed", "#b42318", "#0e7490", "#a16207", "#be185d")
@@ -447,12 +447,51 @@ ledger replay {_e(report.run_id)}   # recompute every number on this page from t
     return html, end
 
 
+def _head(title: str, refresh_s: int | None) -> str:
+    refresh = (f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
+               if refresh_s is not None else "")
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{_e(title)}</title><style>{_asset('report.css')}</style></head>")
+
+
+def _checked(verification: tuple[bool, str] | None) -> tuple[str, str]:
+    """(the banner above everything, the line under the title) of a verification."""
+    if verification is None:
+        return "", ""
+    ok, line = verification
+    if ok:
+        return "", f"<p class=meta id=verified>{_e(line)}</p>"
+    return f"<p class=unverified id=unverified role=alert>{_e(line)}</p>", ""
+
+
+def render_comparison(reports: Sequence[RunReport], *, index_href: str,
+                      refresh_s: int | None = None,
+                      verification: tuple[bool, str] | None = None) -> str:
+    """The comparison page of the runs (ledger/view/compare_page.py), linking back to the
+    report at ``index_href``."""
+    banner, line = _checked(verification)
+    title = ", ".join(r.run_id for r in reports)
+    body = (f"<body>{banner}<h1>eval-ledger comparison: who passed what</h1>{line}"
+            f"<p class=meta><a href='{_e(index_href)}' data-testid=index-link>back to the report"
+            "</a>. One character per repeat: 1 passed, 0 failed, x infra failure (excluded), . not "
+            "run; a pair is the same task and repeat on both sides; the figures are the "
+            "statistics view's (docs/SCORING.md).</p>"
+            + comparison_body([r.stats for r in reports])
+            + f"<footer>report size {SIZE_MARK}; self-contained: no network, no external files."
+            "</footer></body></html>")
+    return _with_size(_head(f"eval-ledger comparison: {title}", refresh_s) + body)
+
+
 def render_html(reports: Sequence[RunReport], *, refresh_s: int | None = None,
-                generated_by: str = "eval-ledger", verification: tuple[bool, str] | None = None
-                ) -> str:
+                generated_by: str = "eval-ledger", verification: tuple[bool, str] | None = None,
+                compare_href: str | None = None) -> str:
     """The page for one or more runs; ``refresh_s`` adds a reload (``ledger view --serve``);
     ``verification`` (verified, the line saying so): a line under the title, or, for a journal
-    shown unverified, a banner above everything that says what failed."""
+    shown unverified, a banner above everything that says what failed; ``compare_href``: where
+    the comparison page is (``render_comparison``), linked under the title."""
     if not reports:
         raise ValueError("render_html needs at least one report")
     blocks: list[str] = []
@@ -476,20 +515,13 @@ def render_html(reports: Sequence[RunReport], *, refresh_s: int | None = None,
         if reports[0].stats and reports[1].stats:
             cross += cross_run_comparison(reports[0].stats, reports[1].stats)
     title = ", ".join(r.run_id for r in reports)
-    refresh = (f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
-               if refresh_s is not None else "")
-    head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-            f"<title>eval-ledger: {_e(title)}</title><style>{_asset('report.css')}</style></head>")
-    checked = ""
-    if verification is not None:
-        ok, line = verification
-        checked = (f"<p class=meta id=verified>{_e(line)}</p>" if ok else
-                   f"<p class=unverified id=unverified role=alert>{_e(line)}</p>")
-    body = (f"<body>{checked if verification and not verification[0] else ''}"
-            f"<h1>eval-ledger report</h1>{checked if verification and verification[0] else ''}"
+    head = _head(f"eval-ledger: {title}", refresh_s)
+    banner, line = _checked(verification)
+    link = (f"<p><a href='{_e(compare_href)}' data-testid=comparison-link>Comparison page: who "
+            "passed what, task by task, for every two agents"
+            + (" and the two runs" if len(reports) == 2 else "") + "</a></p>"
+            if compare_href else "")
+    body = (f"<body>{banner}<h1>eval-ledger report</h1>{line}{link}"
             f"<p class=meta>{len(reports)} run(s); generated by "
             f"{_e(generated_by)}; every number is a projection of the journal (see the commands "
             "at the end of each run). Filter attempts: <input type=search id=filter "
@@ -521,4 +553,4 @@ def page_size(page: str) -> int:
     return len(page.encode("utf-8"))
 
 
-__all__ = ["render_html", "page_size"]
+__all__ = ["page_size", "render_comparison", "render_html"]

@@ -1,14 +1,16 @@
-"""``ledger view --serve``: the report page on 127.0.0.1, rebuilt from the journal per request."""
+"""``ledger view --serve``: the report page on 127.0.0.1 (``/``) and its comparison page
+(``/compare.html``), rebuilt from the journal per request."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from ledger.errors import LedgerError
 from ledger.view.model import Read, as_stored
-from ledger.view.write import Verification, build_page
+from ledger.view.write import COMPARISON_PAGE, Verification, build_comparison, build_page
 
 HOST = "127.0.0.1"  # never another interface: the page shows diffs and transcripts
 
@@ -28,16 +30,24 @@ def make_server(journal_path: Path, runs: Sequence[str], *, port: int, refresh_s
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.split("?")[0] not in ("/", "/index.html"):
+            path = self.path.split("?")[0]
+            if path not in ("/", "/index.html", "/" + COMPARISON_PAGE):
                 self.send_error(404)
                 return
             try:
                 read, verification = (reading or _as_stored)()
-                page, reports = build_page(journal_path, runs, read=read,
-                                           verification=verification)
+
+                def build(refresh: int | None) -> tuple[str, list[Any]]:
+                    if path == "/" + COMPARISON_PAGE:
+                        return build_comparison(journal_path, runs, index_href="/",
+                                                refresh_s=refresh, read=read,
+                                                verification=verification)
+                    return build_page(journal_path, runs, refresh_s=refresh, read=read,
+                                      verification=verification, compare_href=COMPARISON_PAGE)
+
+                page, reports = build(None)
                 if any(r.views["status"] != "finished" for r in reports):
-                    page, _ = build_page(journal_path, runs, refresh_s=refresh_s, read=read,
-                                         verification=verification)
+                    page, _ = build(refresh_s)
                 body, status = page.encode("utf-8"), 200
             except LedgerError as exc:
                 body, status = f"error: {exc}".encode(), 500

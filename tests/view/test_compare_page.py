@@ -114,3 +114,121 @@ def test_the_score_card_gives_the_reports_score_with_infra_failures_apart(tmp_pa
     apart = _section(_page(tmp_path), "infra-apart")
     assert f'data-k="statistics.golden.score" data-v="{want}">{want:.4f}</b>' in apart
     assert "over 28 attempts, 3 infra failure(s) excluded" in apart
+
+
+# ---------------------------------------------------------------------------- the comparison page
+
+def _home(tmp_path: Path, two: bool = False) -> tuple[Path, list[str]]:
+    """The fixture run (and, with ``two``, a second run without infra failures) in a journal."""
+    home = tmp_path / "L"
+    home.mkdir()
+    b = stats_run(record=False)
+    write(home, b)
+    runs = [b.run]
+    if two:
+        other = stats_run(record=False, infra=False)
+        other.run = "r-20261201T120000Z-bbbbbb"
+        other.entries = [type(e)(e.seq, e.ts, other.run, e.task, e.kind,
+                                 {**e.data, "attempt": e.data["attempt"].replace(b.run, other.run)}
+                                 if isinstance(e.data.get("attempt"), str) else e.data, e.raw)
+                         for e in other.entries]
+        write(home, other)
+        runs.append(other.run)
+    return home, runs
+
+
+def _pair(page: str, a: str, b: str) -> str:
+    m = re.search(rf"<section class=compare data-testid=pair data-a='{re.escape(a)}' "
+                  rf"data-b='{re.escape(b)}'>(.*?)</section>", page, re.S)
+    assert m is not None, (a, b)
+    return m.group(1)
+
+
+def _cells(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>",
+                                                                    html, re.S)]
+
+
+def _totals(section: str) -> list[str]:
+    m = re.search(r"<tr data-testid=totals>(.*?)</tr>", section, re.S)
+    assert m is not None
+    return _cells(m.group(1))
+
+
+def test_the_comparison_page_pairs_each_task_repeat_by_repeat(tmp_path: Path) -> None:
+    """`ledger view -o FILE` writes FILE.compare.html beside the report, linked both ways.
+    Per task, alpha's and beta's repeats and the pairs of the same repeat, worked out here
+    from the fixture's plan: t1 1110/111 -> 3 both; t2 110/000x -> 2 only alpha, 1 neither;
+    t3 000/000x -> 3 neither; t4 111x/101 -> 2 both, 1 only alpha. Their sums are the
+    comparison's own numbers (12 pairs, 3 discordant, McNemar p 0.25)."""
+    from evaluators.compare import paired_comparisons, side
+    from evaluators.stats_view import stats_of
+    from ledger.view.write import write_report
+
+    home, runs = _home(tmp_path)
+    out = tmp_path / "report.html"
+    info = write_report(home / "journal.db", runs, out)
+    assert info["comparison"] == str(tmp_path / "report.compare.html")
+    index = out.read_text(encoding="utf-8")
+    assert "href='report.compare.html' data-testid=comparison-link" in index
+    page = Path(info["comparison"]).read_text(encoding="utf-8")
+    assert "href='report.html' data-testid=index-link" in page
+    pair = _pair(page, "alpha", "beta")
+    table = re.search(r"<table data-testid=outcome-pairs>(.*?)</table>", pair, re.S).group(1)
+    assert _row(table, "t1") == ["t1", "1110", "111", "3", "0", "0", "0", "beta"]
+    assert _row(table, "t2") == ["t2", "110", "000x", "0", "2", "0", "1", "neither"]
+    assert _row(table, "t3") == ["t3", "000", "000x", "0", "0", "0", "3", "neither"]
+    assert _row(table, "t4") == ["t4", "111x", "101", "2", "1", "0", "0", "alpha"]
+    assert _totals(pair) == ["4 tasks", "", "", "5", "3", "0", "4", "12 pairs"]
+    # the same numbers as the paired comparison (ledger compare --agents) computes them
+    b = stats_run(record=False)
+    s = stats_of(b.entries, b.run)
+    (c,) = paired_comparisons([(side(s, "alpha"), side(s, "beta"))], seed_parts=(b.run,),
+                              level=float(s["level"]))["comparisons"]
+    assert (c["pairs"], c["a_only"], c["b_only"], c["discordant"]) == (12, 3, 0, 3)
+    assert sum(r["both"] + r["neither"] for r in c["pairs_by_task"]) == 12 - 3
+    summary = re.search(r"<p data-testid=pair-summary>(.*?)</p>", pair, re.S).group(1)
+    assert "12 pairs of the same repeat, 3 discordant (3 only alpha, 0 only beta)" in summary
+    assert "McNemar exact p = 0.25" in summary and "not distinguishable from zero" in summary
+
+
+def test_the_comparison_page_pairs_the_same_agents_of_two_runs(tmp_path: Path) -> None:
+    """Run B (no infra failures, one repeat fewer on the pairs run A repeated) against run A:
+    A:beta's t2 000x against B:beta's 000 is 3 pairs, all neither."""
+    from ledger.view.write import write_report
+
+    home, runs = _home(tmp_path, two=True)
+    info = write_report(home / "journal.db", runs, tmp_path / "ab.html")
+    page = Path(info["comparison"]).read_text(encoding="utf-8")
+    assert Path(info["comparison"]).name == "ab.compare.html"
+    assert "Run A <code>" in page
+    cross = _pair(page, "A:beta", "B:beta")
+    table = re.search(r"<table data-testid=outcome-pairs>(.*?)</table>", cross, re.S).group(1)
+    assert _row(table, "t2") == ["t2", "000x", "000", "0", "0", "0", "3", "neither"]
+    assert _row(table, "t4") == ["t4", "101", "101", "2", "0", "0", "1", "neither"]
+    # both runs' own agent pairs are on the page too
+    assert page.count("data-testid=pair data-a='alpha' data-b='beta'") == 2
+
+
+def test_serve_answers_the_comparison_page(tmp_path: Path) -> None:
+    """--serve: / links to compare.html, which answers with the pairs and links back to /."""
+    import threading
+    import urllib.request
+
+    from ledger.view.serve import make_server
+
+    home, _ = _home(tmp_path)
+    server = make_server(home / "journal.db", [], port=0, refresh_s=5)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert "href='compare.html' data-testid=comparison-link" in resp.read().decode()
+        with urllib.request.urlopen(url + "compare.html", timeout=10) as resp:
+            page = resp.read().decode("utf-8")
+        assert "href='/' data-testid=index-link" in page
+        assert "<tr data-task='t2'>" in _pair(page, "alpha", "beta")
+    finally:
+        server.shutdown()
+        server.server_close()
