@@ -34,9 +34,12 @@ _INTERPRETERS = {"python", "python3", "bash", "sh", "node", "ruby", "perl", "uv"
 
 # A scheme's resolver: (the whole spec, what follows "SCHEME:", the [agents] table) -> Agent
 SchemeResolver = Callable[[str, str, Mapping[str, Any]], Agent]
-# A table kind's resolver: (NAME, its [agents.NAME] table as a mapping) -> Agent, or None when
-# the table is not of this kind after all (a preset table that turns out to be a command)
-TableResolver = Callable[[str, Any], "Agent | None"]
+# An [agents.NAME] table in its one form: the mapping ledger.toml gives (``LedgerConfig.agent_table``
+# hands the checked tables to the workers in that form, picklable)
+Table = Mapping[str, Any]
+# A table kind's resolver: (NAME, its [agents.NAME] table) -> Agent, or None when the table is
+# not of this kind after all (a preset table that turns out to be a command)
+TableResolver = Callable[[str, Table], "Agent | None"]
 SCHEMES: dict[str, tuple[SchemeResolver, str]] = {}  # scheme -> (resolver, its form for help)
 TABLE_KINDS: dict[str, TableResolver] = {}
 
@@ -66,11 +69,7 @@ def _agents_table(config: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return config
 
 
-def _command_of(name: str, entry: Any) -> tuple[tuple[str, ...], dict[str, str], str | None]:
-    if hasattr(entry, "command"):  # the run's parsed form of the table (config.AgentDef)
-        return tuple(entry.command), dict(entry.env), getattr(entry, "version", None)
-    if not isinstance(entry, Mapping):
-        raise UsageError(f"[agents.{name}] must be a table with a command")
+def _command_of(name: str, entry: Table) -> tuple[tuple[str, ...], dict[str, str], str | None]:
     command = entry.get("command")
     if command is None:
         raise UsageError(f"[agents.{name}] needs command = \"PROGRAM ARG...\" (a string or a list)")
@@ -83,9 +82,9 @@ def _command_of(name: str, entry: Any) -> tuple[tuple[str, ...], dict[str, str],
     return argv, {str(k): str(v) for k, v in env.items()}, version if isinstance(version, str) else None
 
 
-def _endpoints_of(name: str, entry: Any) -> tuple[str, ...]:
-    """``[agents.NAME] endpoints``, checked (an AgentDef or its plain table form)."""
-    values = entry.get("endpoints") if isinstance(entry, Mapping) else getattr(entry, "endpoints", ())
+def _endpoints_of(name: str, entry: Table) -> tuple[str, ...]:
+    """``[agents.NAME] endpoints``, checked."""
+    values = entry.get("endpoints")
     return _presets.check_endpoints(values if values is not None else (), f"[agents.{name}]")
 
 
@@ -106,13 +105,11 @@ def _check_preset_values(name: str, entry: Mapping[str, Any], out: dict[str, Any
     out["env"] = dict(env)
 
 
-def preset_settings(name: str, entry: Any) -> dict[str, Any] | None:
+def preset_settings(name: str, entry: Table) -> dict[str, Any] | None:
     """``[agents.NAME]`` as settings for a CLI preset (``preset = "codex"``, or a table named
     after a preset with no ``command``): ``{preset, model, base_url, api_key_env, env,
     program}``; None when the entry is something else (a command, the HTTP agent)."""
-    if hasattr(entry, "settings") and getattr(entry, "kind", None) == "preset":
-        entry = entry.settings  # the run's parsed form of the table (config.AgentDef)
-    if not isinstance(entry, Mapping) or "command" in entry or entry.get("kind") not in (None, "cli"):
+    if "command" in entry or entry.get("kind") not in (None, "cli"):
         return None
     preset = entry.get("preset", name if name in _presets.PRESETS else None)
     if preset is None:
@@ -138,8 +135,8 @@ def _preset_agent(spec: str, name: str, settings: Mapping[str, Any],
                     base_url=settings.get("base_url"), api_key_env=settings.get("api_key_env"))
 
 
-def _table_kind(entry: Any) -> str:
-    kind = entry.get("kind") if isinstance(entry, Mapping) else getattr(entry, "kind", None)
+def _table_kind(entry: Table) -> str:
+    kind = entry.get("kind")
     return kind if isinstance(kind, str) else "cmd"
 
 
@@ -150,18 +147,18 @@ def _absolute_program(argv: tuple[str, ...]) -> tuple[str, ...]:
     return (prog, *argv[1:])
 
 
-def _http_table(name: str, entry: Any) -> Agent:
+def _http_table(name: str, entry: Table) -> Agent:
     from ledger.agents.http import http_agent_from_table
 
-    return http_agent_from_table(name, entry if isinstance(entry, Mapping) else entry.settings)
+    return http_agent_from_table(name, entry)
 
 
-def _preset_table(name: str, entry: Any) -> Agent | None:
+def _preset_table(name: str, entry: Table) -> Agent | None:
     settings = preset_settings(name, entry)
     return None if settings is None else _preset_agent(name, name, settings)
 
 
-def _command_table(name: str, entry: Any) -> Agent:
+def _command_table(name: str, entry: Table) -> Agent:
     argv, env, version = _command_of(name, entry)
     return CmdAgent(name=safe_name(name), spec=name, command=_absolute_program(argv),
                     extra_env=env, version_text=version, declared_endpoints=_endpoints_of(name, entry))
@@ -169,6 +166,8 @@ def _command_table(name: str, entry: Any) -> Agent:
 
 def _from_table(name: str, entry: Any) -> Agent:
     """A table of a registered kind; else a CLI preset's settings; else a command."""
+    if not isinstance(entry, Mapping):
+        raise UsageError(f"[agents.{name}] must be a table")
     resolver = TABLE_KINDS.get(_table_kind(entry))
     agent = resolver(name, entry) if resolver is not None else None
     return agent or _preset_table(name, entry) or _command_table(name, entry)
@@ -214,7 +213,8 @@ def _cmd(spec: str, rest: str, table: Mapping[str, Any]) -> Agent:
 def _preset(preset: _presets.Preset) -> SchemeResolver:
     def resolve(spec: str, rest: str, table: Mapping[str, Any]) -> Agent:
         model = rest.strip() or None
-        own = preset_settings(preset.name, table[preset.name]) if preset.name in table else None
+        entry = table.get(preset.name)
+        own = preset_settings(preset.name, entry) if isinstance(entry, Mapping) else None
         name = preset.name if model is None else f"{preset.name}-{model}"
         return _preset_agent(spec, name, own or {"preset": preset.name}, model)
 

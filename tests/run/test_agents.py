@@ -102,6 +102,15 @@ def test_resolve_config_agents() -> None:
         resolve_agent("bad", config={"agents": {"bad": {"command": 3}}})
 
 
+def test_an_agents_entry_that_is_not_a_table_is_refused() -> None:
+    """The registry reads an [agents.NAME] entry as the table it is (no probing of its
+    attributes): anything else is a UsageError naming it, also for a preset's own table."""
+    for bad in (3, "cmd:echo", ["echo"]):
+        with pytest.raises(UsageError, match=r"^\[agents\.mine\] must be a table$"):
+            resolve_agent("mine", config={"agents": {"mine": bad}})
+    assert resolve_agent("claude:m1", config={"claude": "not a table"}).profile().model == "m1"
+
+
 def test_cmd_placeholders_env_and_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cmd: substitutes placeholders and runs in the worktree with the LEDGER_* variables."""
     monkeypatch.setenv("FAKE_FLAG", "on")
