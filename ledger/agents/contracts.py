@@ -88,6 +88,8 @@ class AgentProfile:
     #                                     besides the context: INPUTS
     sandbox_argv: tuple[str, ...] = ()  # the command line its sandbox is tried with before a
     #                                     run starts (empty: none is tried ahead)
+    replays: str | None = None  # the recorded run whose files it replays (``replay:RUN``): the
+    #                             plan reads that run's diffs for its ``replay_files``
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

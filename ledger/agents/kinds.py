@@ -38,7 +38,8 @@ class BuiltinAgent:
         return AgentProfile(kind="builtin", runs_harness_code=True,
                             sees_solution=self.builtin == "oracle", transcript=BuiltinParser.__name__,
                             inputs=_BUILTIN_INPUTS.get(self.builtin, frozenset()),
-                            sandbox_argv=(sys.executable,))  # the built-ins use no model
+                            sandbox_argv=(sys.executable,),  # the built-ins use no model
+                            replays=self.run_ref if self.builtin == "replay" else None)
 
     def available(self) -> tuple[bool, str]:
         return True, ""

@@ -186,6 +186,18 @@ def _agent_infos(agents: Sequence[Any], specs: Sequence[str]) -> list[AgentInfo]
     return infos
 
 
+def _with_replay_files(infos: Sequence[AgentInfo], agents: Sequence[Any], journal: Journal,
+                       tasks: Sequence[Task]) -> list[AgentInfo]:
+    """Each agent that replays a recorded run (``AgentProfile.replays``) with, per task, the
+    files that run ended with; the others as they are."""
+    out: list[AgentInfo] = []
+    for info, agent in zip(infos, agents, strict=True):
+        run = agent.profile().replays
+        out.append(info if run is None else AgentInfo(info.name, info.spec, info.kind, info.version,
+                                                      _replay_files(journal, run, tasks)))
+    return out
+
+
 def _replay_files(journal: Journal, run_prefix: str, tasks: Sequence[Task]) -> dict[str, Any]:
     """For ``replay:RUN``: per task, the files the recorded run's scored attempt ended with.
 
@@ -254,11 +266,7 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         if note:
             notes.append(note)
     agents = resolve_agents(specs, cfg)
-    infos = _agent_infos(agents, specs)
-    for i, info in enumerate(infos):
-        if info.spec.startswith("replay:"):
-            infos[i] = AgentInfo(info.name, info.spec, info.kind, info.version,
-                                 _replay_files(journal, info.spec.split(":", 1)[1], tasks))
+    infos = _with_replay_files(_agent_infos(agents, specs), agents, journal, tasks)
     repeat = req.repeat or cfg.run.repeat or 1
     parallel = req.parallel or cfg.run.parallel or 1
     timeout = req.timeout_s if req.timeout_s is not None else cfg.run.timeout
@@ -322,12 +330,10 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
     order = {t["id"]: i for i, t in enumerate(rec_tasks)}
     tasks.sort(key=lambda t: order[t.id])
     specs = [a["spec"] for a in rec_agents]
-    infos = _agent_infos(resolve_agents(specs, cfg), specs)
-    infos = [AgentInfo(a["name"], i.spec, i.kind, i.version) for a, i in zip(rec_agents, infos, strict=True)]
-    for i, info in enumerate(infos):
-        if info.spec.startswith("replay:"):
-            infos[i] = AgentInfo(info.name, info.spec, info.kind, info.version,
-                                 _replay_files(journal, info.spec.split(":", 1)[1], tasks))
+    agents = resolve_agents(specs, cfg)
+    infos = [AgentInfo(a["name"], i.spec, i.kind, i.version)
+             for a, i in zip(rec_agents, _agent_infos(agents, specs), strict=True)]
+    infos = _with_replay_files(infos, agents, journal, tasks)
 
     tries: dict[tuple[str, str, int], int] = {}
     done: set[tuple[str, str, int]] = set()

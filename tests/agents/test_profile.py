@@ -31,6 +31,15 @@ def test_the_oracle_alone_sees_the_solution() -> None:
     assert resolve_agent("noop").profile().inputs == frozenset()
 
 
+def test_replay_declares_the_run_it_replays() -> None:
+    """``replay:RUN`` says which run it replays (the plan reads that run's files from the
+    profile, not from the spec string); no other agent replays anything."""
+    assert resolve_agent("replay:r-20261129T203000Z-1a2b3c").profile().replays == \
+        "r-20261129T203000Z-1a2b3c"
+    for spec in ("noop", "oracle", "demo", "cmd:/bin/echo replay:r1", "claude"):
+        assert resolve_agent(spec).profile().replays is None
+
+
 def test_a_cli_preset_uses_a_model_and_is_watched() -> None:
     """A CLI preset declares its model, its vendor's endpoints, its transcript parser and the
     live reach watch; it runs no harness code and tries no sandbox ahead."""
