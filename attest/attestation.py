@@ -70,11 +70,11 @@ from attest.attestation_format import (
     KeySource,
     PrivateKeyLike,
     PublicKeyLike,
-    _private_key,
     attestation_hash,
     canonical_json,
     open_bound_checkpoint,
     pae,
+    private_key,
     public_key_bytes,
     results_digest,
     seal_mac,
@@ -94,8 +94,8 @@ __all__ = [
     "MAX_MATCH_DIGESTS", "MAX_RESULTS", "PAYLOAD_TYPE", "PREDICATE_TYPE", "RESULT_KINDS",
     "SEAL_KEY_LABEL", "STATEMENT_TYPE", "KeySource", "PrivateKeyLike", "PublicKeyLike",
     "VerifyReport", "attestation_hash", "build_attestation", "canonical_json", "matches_digest",
-    "open_bound_checkpoint", "pae", "public_key_bytes", "results_digest", "seal_mac",
-    "signature_keyid", "signed_bytes", "statement", "to_dsse", "verify_attestation",
+    "open_bound_checkpoint", "pae", "private_key", "public_key_bytes", "results_digest",
+    "seal_mac", "signature_keyid", "signed_bytes", "statement", "to_dsse", "verify_attestation",
     "verify_public_level",
 ]
 
@@ -133,7 +133,7 @@ def build_attestation(
     attestation binds them (seqs and a digest of their leaf hashes) so that evaluators count no
     other result of the attempt (evaluators/structure.py).
     """
-    priv = _private_key(signer)
+    priv = private_key(signer)
     pub = priv.public_key().public_bytes_raw()
     seal_key = dg.check_key(seal_key, "seal key")
     cp = open_bound_checkpoint(checkpoint_note, pub)

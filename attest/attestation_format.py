@@ -159,7 +159,8 @@ def _verifier_key(public_key: bytes) -> tuple[str, Ed25519PublicKey | None]:
     return signature_keyid(public_key), key
 
 
-def _private_key(signer: PrivateKeyLike) -> Ed25519PrivateKey:
+def private_key(signer: PrivateKeyLike) -> Ed25519PrivateKey:
+    """The Ed25519 key a ``PrivateKeyLike`` signs with (a note ``Signer``'s seed, or the key)."""
     if isinstance(signer, Signer):
         return Ed25519PrivateKey.from_private_bytes(signer.seed)
     if isinstance(signer, Ed25519PrivateKey):

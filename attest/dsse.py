@@ -34,10 +34,10 @@ from attest.attestation import (
     PAYLOAD_TYPE,
     STATEMENT_TYPE,
     PrivateKeyLike,
-    _private_key,
     attestation_hash,
     canonical_json,
     pae,
+    private_key,
     signature_keyid,
     verify_attestation,
 )
@@ -84,7 +84,7 @@ def export_statement(att: Mapping[str, Any], *, diff_sha256: str | None,
 
 def sign_envelope(statement: Mapping[str, Any], signer: PrivateKeyLike) -> dict[str, Any]:
     """A DSSE envelope (payload: the statement as canonical JSON) with one Ed25519 signature."""
-    priv = _private_key(signer)
+    priv = private_key(signer)
     payload = canonical_json(dict(statement))
     sig = priv.sign(pae(PAYLOAD_TYPE, payload))
     return {"payloadType": PAYLOAD_TYPE,

@@ -92,14 +92,14 @@ def _resign(att: dict, signer: Signer, keys: FakeKeys) -> dict:
     from attest import digests as dg
     from attest.attestation import (
         SEAL_KEY_LABEL,
-        _private_key,
+        private_key,
         seal_mac,
         signature_keyid,
         signed_bytes,
     )
 
     att = {k: v for k, v in att.items() if k not in ("signature", "seal")}
-    priv = _private_key(signer)
+    priv = private_key(signer)
     att["signature"] = {"keyid": signature_keyid(priv.public_key().public_bytes_raw()),
                         "sig": base64.b64encode(priv.sign(signed_bytes(att))).decode()}
     seal_key = keys.subkey(SEAL_KEY_LABEL)
