@@ -219,9 +219,17 @@ def levels_from_leaves(leaves: bytes) -> list[bytes]:
 
 
 def fetch_from(levels: Sequence[bytes]) -> merkle.Fetch:
-    """A node source over recomputed levels, for merkle.root and proofs."""
+    """A node source over levels (``levels_from_leaves``), for merkle.root and proofs: the hash
+    of each key, ``KeyError`` for a node the levels do not hold (never a short hash)."""
     def fetch(keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
-        return {(lv, ix): bytes(levels[lv][32 * ix:32 * ix + 32]) for lv, ix in keys}
+        out = {}
+        for lv, ix in keys:
+            level = levels[lv] if 0 <= lv < len(levels) else b""
+            h = bytes(level[HASH_SIZE * ix:HASH_SIZE * ix + HASH_SIZE]) if ix >= 0 else b""
+            if len(h) != HASH_SIZE:
+                raise KeyError((lv, ix))
+            out[(lv, ix)] = h
+        return out
     return fetch
 
 

@@ -31,7 +31,8 @@ from ledger.errors import MalformedInput, NotFound, UsageError, VerificationErro
 from ledger.journal import merkle
 from ledger.journal.codec import Entry, decode_entries_trusted
 from ledger.journal.note import Checkpoint, Verifier, open_checkpoint
-from ledger.journal.tiles import HASH_SIZE, hash_pairs
+from ledger.journal.tiles import HASH_SIZE
+from ledger.journal.verify import fetch_from, levels_from_leaves
 from ledger.publish import layout
 
 
@@ -139,27 +140,6 @@ def _need(data: bytes | None, rel: str, check: str = "tile-missing") -> bytes:
     return data
 
 
-def _levels(leaves: bytes) -> list[bytes]:
-    levels = [leaves]
-    cur = leaves
-    while len(cur) >= 2 * HASH_SIZE:
-        cur = hash_pairs(cur)
-        levels.append(cur)
-    return levels
-
-
-def _fetch_from(levels: Sequence[bytes]) -> merkle.Fetch:
-    def fetch(keys: Sequence[merkle.Key]) -> dict[merkle.Key, bytes]:
-        out = {}
-        for lv, ix in keys:
-            h = levels[lv][HASH_SIZE * ix:HASH_SIZE * ix + HASH_SIZE] if lv < len(levels) else b""
-            if len(h) != HASH_SIZE:
-                raise KeyError((lv, ix))
-            out[(lv, ix)] = h
-        return out
-    return fetch
-
-
 def _tile_specs(size: int, level: int) -> list[tuple[int, int]]:
     """(index, width) of every tile level ``level`` has in a tree of ``size``."""
     count = layout.level_count(size, level)
@@ -186,8 +166,8 @@ def check_tree(source: Source, cp: Checkpoint, prior: Verified | None = None
                                     f"({w} hashes){' (truncated)' if len(data) < w * HASH_SIZE else ''}")
     kept = base * layout.TILE_BYTES
     leaves = (prior.leaves[:kept] if prior is not None else b"") + b"".join(tiles0)  # type: ignore[arg-type]
-    levels = _levels(leaves)
-    root = merkle.root(n, _fetch_from(levels)) if n else merkle.EMPTY_ROOT
+    levels = levels_from_leaves(leaves)
+    root = merkle.root(n, fetch_from(levels)) if n else merkle.EMPTY_ROOT
     if root != cp.root:
         raise VerificationError("tile-hash", f"the level-0 tiles do not hash to the checkpoint's root at size {n}",
                                 expected=cp.root.hex(), computed=root.hex())
@@ -314,7 +294,7 @@ def check_log(source: Source, verifier: Verifier, *, witnesses: Sequence[Verifie
     levels, bodies, marks = check_tree(source, cp, prior)
     if prior is not None and prior.size:
         # the new tree, built on the leaves checked before, must extend the tree checked before
-        proof = merkle.consistency_proof(prior.size, cp.size, _fetch_from(levels))
+        proof = merkle.consistency_proof(prior.size, cp.size, fetch_from(levels))
         try:
             merkle.verify_consistency(prior.size, cp.size, prior.root, cp.root, proof)
         except VerificationError as exc:
@@ -327,7 +307,7 @@ def check_log(source: Source, verifier: Verifier, *, witnesses: Sequence[Verifie
 
     previous = None
     if remember:
-        fetch = _fetch_from(levels)
+        fetch = fetch_from(levels)
         got = seen.check_and_remember(
             verifier=verifier, size=cp.size, root=cp.root,
             consistency=lambda old: merkle.consistency_proof(old, cp.size, fetch), latest_note=note,

@@ -630,3 +630,18 @@ def test_root_from_leaves_rejects_non_hashes() -> None:
     """The reference root takes leaf hashes only, not raw entries."""
     with pytest.raises(UsageError):
         root_from_leaves([b"raw entry bytes"])
+
+
+def test_a_node_source_over_levels_refuses_a_node_it_does_not_hold() -> None:
+    """``journal.verify.fetch_from`` (the verifier's and the monitor's one node source over
+    recomputed levels) gives the right hashes and a KeyError, never a short hash, for a key
+    past a level's end, above the top, or negative: a proof cannot be built from nothing."""
+    from ledger.journal.verify import fetch_from, levels_from_leaves
+
+    leaves = [merkle.leaf_hash(bytes([i])) for i in range(5)]
+    fetch = fetch_from(levels_from_leaves(b"".join(leaves)))
+    assert fetch([(0, 4)]) == {(0, 4): leaves[4]}
+    assert merkle.root(5, fetch) == merkle.root(5, MemoryNodes(leaves).fetch)
+    for key in ((0, 5), (1, 2), (3, 0), (-1, 0), (0, -1)):
+        with pytest.raises(KeyError):
+            fetch([key])
