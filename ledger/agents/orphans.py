@@ -11,12 +11,11 @@ side of ``Enforcement.init_script``) counts and kills what the agent left in its
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -206,11 +205,13 @@ def _inner_pid(pid: int) -> int | None:
 
 class Waiter:
     """The harness side of the in-sandbox waiter (``Enforcement.init_script``): reads its
-    ``ledger-init exit PID RC`` line, and bwrap's ``--info-fd`` JSON for the namespace."""
+    ``ledger-init exit PID RC`` line; ``namespace`` (the box's ``namespace``) names the PID
+    namespace the agent ran in, where what it left is counted."""
 
-    def __init__(self, status_fd: int | None, info_fd: int | None) -> None:
+    def __init__(self, status_fd: int | None,
+                 namespace: Callable[[], tuple[int, str] | None] | None = None) -> None:
         self.fd = status_fd
-        self.info_fd = info_fd
+        self._namespace = namespace if namespace is not None else (lambda: None)
         self.buf = bytearray()
         self.exited = False
         self.released = False
@@ -224,24 +225,6 @@ class Waiter:
         if m is not None:
             self.exited = True
             self.inner = int(m.group(1))
-
-    def _namespace(self) -> tuple[int, str] | None:
-        """(host pid of the namespace's init, its ``pid:[inode]``) from bwrap's info."""
-        if self.info_fd is None:
-            return None
-        data = b""
-        with contextlib.suppress(OSError):
-            os.set_blocking(self.info_fd, False)
-            while len(data) < 65536:
-                chunk = os.read(self.info_fd, 4096)
-                if not chunk:
-                    break
-                data += chunk
-        try:
-            info = json.loads(data.decode("utf-8", "replace").split("}", 1)[0] + "}")
-            return int(info["child-pid"]), f"pid:[{int(info['pid-namespace'])}]"
-        except (ValueError, KeyError, TypeError):
-            return None
 
     def count_and_kill(self, rounds: int = 50) -> int:
         """Processes alive in the namespace besides its init and the waiter: counted, killed."""

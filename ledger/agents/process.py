@@ -19,9 +19,10 @@ process group id is its pid) with stdin on ``/dev/null``, and then, in the calli
 Every captured text is redacted, filtered and bounded as ``ledger.agents.capture`` says before it
 enters an event or the outcome.
 
-The run is three objects: ``_Launch`` (the command actually started: the sandbox and strace
-wrapped around the agent's argv), ``_AgentRun`` (started, watched until it ends, swept, its
-transcript and trace collected) and the ``ProcessOutcome`` it returns.
+The run is three objects: ``_Launch`` (the command actually started: the agent's argv as its
+``Box`` of the Sandbox port confines it, strace wrapped around that), ``_AgentRun`` (started,
+watched until it ends, swept, its transcript and trace collected) and the ``ProcessOutcome`` it
+returns.
 """
 
 from __future__ import annotations
@@ -61,20 +62,25 @@ MAX_LINE = 4 * 1024 * 1024  # longest stdout line handed to a transcript parser
 GRACE_S = 2.0
 _READ_CHUNK = 64 * 1024
 _TRACE_MODES = ("auto", "strace", "none")
-_CHILD_FDS = ("status_w", "release_r", "info_w")  # the sandbox pipes' ends the child keeps
+_CHILD_FDS = ("status_w", "release_r")  # the waiter pipes' ends the child keeps
 
 
-def resolve_trace(mode: str) -> tuple[str, str]:
-    """``(effective mode, reason)`` for a requested ``auto|strace|none``.
+def resolve_trace(mode: str, box: Any = None) -> tuple[str, str]:
+    """``(effective mode, reason)`` for a requested ``auto|strace|none``, in ``box`` (a
+    ``ledger.sandbox.port.Box``; None: an ordinary process).
 
-    ``strace`` requested but not working here is a ``UsageError`` (check it before a run starts);
-    ``auto`` falls back to ``none`` with the reason.
+    ``strace`` requested but not working here, or around a box whose processes strace cannot
+    see (``box.captures_trace`` False: a container engine's client), is a ``UsageError`` (check
+    it before a run starts); ``auto`` falls back to ``none`` with the reason.
     """
     if mode not in _TRACE_MODES:
         raise UsageError(f"unknown trace mode {mode!r}; use one of {', '.join(_TRACE_MODES)}")
     if mode == "none":
         return "none", "tracing disabled (--trace none)"
     ok, reason = strace_status()
+    if ok and box is not None and not box.captures_trace:
+        ok, reason = False, (f"the {box.backend} sandbox's processes cannot be traced from "
+                             "outside (trace not captured)")
     if ok:
         return "strace", reason
     if mode == "strace":
@@ -148,64 +154,63 @@ class _Stream:
 
 @dataclass
 class _Launch:
-    """The command actually started: the agent's argv in the sandbox (bwrap, with its status,
-    release and info pipes and the in-namespace waiter) under strace, and the marker."""
+    """The command actually started: the agent's argv as its box confines it (with the
+    in-namespace waiter's status and release pipes, for an isolated box that takes them) under
+    strace, and the marker."""
 
     argv: list[str]
     env: dict[str, str]
     marker: str
     mode: str  # "strace" | "none"
-    enforcement: Any  # ledger.sandbox.limits.Enforcement
-    sandbox: Any = None  # ledger.sandbox.SandboxPolicy
-    start_status: Any = None  # bwrap's status pipe: tells a sandbox that never started
+    enforcement: Any  # what ``box.enforcement`` made: ``ledger.sandbox.limits.Enforcement``, ...
+    box: Any  # ledger.sandbox.port.Box
+    pass_fds: tuple[int, ...] = ()
+    preexec: Callable[[], None] | None = None
     pipes: dict[str, int] = field(default_factory=dict)
     trace_dir: Path | None = None
     log_path: Path | None = None
-
-    def pass_fds(self) -> tuple[int, ...]:
-        own = self.start_status.pass_fds if self.start_status is not None else ()
-        return (*own, *(self.pipes[k] for k in _CHILD_FDS if k in self.pipes))
 
     def discard(self) -> None:
         """Release what was made for a child that never ran (or was stopped at once)."""
         if self.trace_dir is not None:
             shutil.rmtree(self.trace_dir, ignore_errors=True)
-        if self.start_status is not None:
-            self.start_status.close()
         _close_fds(self.pipes)
         self.enforcement.close()
 
 
-def _launch(inv: Invocation, env: dict[str, str], marker: str, mode: str, sandbox: Any,
+def _enforcement(box: Any, limits: Any) -> Any:
+    """``limits`` as made for this run, or the box's enforcement of ``Limits`` (DEFAULTS)."""
+    from ledger.limits import DEFAULTS, Limits
+
+    if limits is None or isinstance(limits, Limits):
+        return box.enforcement(limits or DEFAULTS, label="agent")
+    return limits
+
+
+def _launch(inv: Invocation, env: dict[str, str], marker: str, mode: str, box: Any,
             limits: Any) -> _Launch:
-    from ledger.sandbox.limits import DEFAULTS, Enforcement
-
-    enforcement = limits if isinstance(limits, Enforcement) else Enforcement(
-        limits or DEFAULTS, sandboxed=sandbox is not None, label="agent")
-    launch = _Launch(list(inv.argv), env, marker, mode, enforcement, sandbox)
-    if sandbox is not None:
-        from ledger.sandbox.bwrap import StartStatus, bwrap_command
-
-        launch.start_status = StartStatus()
-        pipes = launch.pipes
-        try:
-            for name in ("status", "release", "info"):
+    enforcement = _enforcement(box, limits)
+    launch = _Launch(list(inv.argv), env, marker, mode, enforcement, box)
+    pipes = launch.pipes
+    try:
+        if box.isolated:  # the in-namespace waiter tells when the agent's main process ended
+            for name in ("status", "release"):
                 pipes[name + "_r"], pipes[name + "_w"] = os.pipe()
-        except OSError:
-            _close_fds(pipes)
-            launch.start_status.close()
-            enforcement.close()
-            raise
-        launch.argv = bwrap_command(
-            sandbox, launch.argv,
-            extra=[*launch.start_status.args(), "--info-fd", str(pipes["info_w"])],
-            init=enforcement.init_script(pipes["status_w"], pipes["release_r"]))
+        if mode != "strace":
+            env[MARKER_ENV] = marker
+        confined = box.command(launch.argv, env, limits=enforcement,
+                               waiter=(pipes["status_w"], pipes["release_r"]) if pipes else None)
+    except BaseException:
+        launch.discard()
+        raise
+    if pipes and pipes["status_w"] not in confined.pass_fds:  # a box with no waiter of ours
+        _close_fds(pipes)
+    launch.argv, launch.env = list(confined.argv), dict(confined.env)
+    launch.pass_fds, launch.preexec = tuple(confined.pass_fds), confined.preexec
     if mode == "strace":
         launch.trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
         launch.log_path = launch.trace_dir / "strace.log"
         launch.argv = strace_command(launch.log_path, {MARKER_ENV: marker}) + launch.argv
-    else:
-        env[MARKER_ENV] = marker
     return launch
 
 
@@ -264,8 +269,7 @@ class _AgentRun:
                 proc = subprocess.Popen(
                     launch.argv, cwd=self.ctx.worktree, env=launch.env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                    close_fds=True, pass_fds=launch.pass_fds(),
-                    preexec_fn=launch.enforcement.preexec,
+                    close_fds=True, pass_fds=launch.pass_fds, preexec_fn=launch.preexec,
                 )
         except BaseException as exc:
             if proc is not None:  # started, then stopped before the run's own clean-up took over
@@ -278,8 +282,7 @@ class _AgentRun:
             why = getattr(exc, "strerror", None) or exc
             raise UsageError(f"cannot start agent {self.inv.argv[0]!r}: {why}") from None
         self.proc = proc
-        if launch.start_status is not None:
-            launch.start_status.started()
+        launch.box.started()
         for key in _CHILD_FDS:
             if key in launch.pipes:
                 os.close(launch.pipes.pop(key))
@@ -288,14 +291,12 @@ class _AgentRun:
         """The watches beside the running agent: disk, the sandbox's waiter, the tracer, the
         strace log parsed as it grows, and one selector over its pipes."""
         from ledger.sandbox.limits import DiskWatch
-        from ledger.sandbox.tracelog import TraceWatch, agent_lines
+        from ledger.sandbox.tracelog import TraceWatch
 
         launch, ctx, proc = self.launch, self.ctx, self.proc
         assert proc is not None and proc.stdout is not None and proc.stderr is not None
-        roots = list(launch.sandbox.writable) if launch.sandbox is not None else [
-            str(p) for p in dict.fromkeys((ctx.worktree, ctx.home))]
-        self.disk = DiskWatch(roots, launch.enforcement.limits).start()
-        self.waiter = orphans.Waiter(launch.pipes.get("status_r"), launch.pipes.get("info_r"))
+        self.disk = DiskWatch(list(launch.box.writable()), launch.enforcement.limits).start()
+        self.waiter = orphans.Waiter(launch.pipes.get("status_r"), launch.box.namespace)
         self.start_t = time.monotonic()
         self.born = orphans.started_at(proc.pid)  # every process of the attempt starts after it
         self.tracewatch = TraceWatch(proc.pid) if launch.mode == "strace" else None
@@ -305,7 +306,7 @@ class _AgentRun:
                 launch.log_path,
                 TraceOptions(worktree=ctx.worktree, home=ctx.home, capture_filter=self.clean,
                              evidence=evidence, path_hit=path_hit),
-                keep=agent_lines if launch.sandbox is not None else None,
+                keep=launch.box.trace_lines,
                 # content and argv are filtered while parsing; redact secrets (paths too), bound
                 post=lambda ev: sanitize_event(ev, redact_paths))
         self.streams: dict[int, Any] = {proc.stdout.fileno(): self.out,
@@ -395,8 +396,6 @@ class _AgentRun:
                 self.follower.abandon()
             if launch.trace_dir is not None:
                 shutil.rmtree(launch.trace_dir, ignore_errors=True)
-            if launch.start_status is not None:
-                launch.start_status.close()
             raise
         finally:
             self.sel.close()
@@ -438,16 +437,14 @@ class _AgentRun:
         proc, launch, clean = self.proc, self.launch, self.clean
         assert proc is not None
         rc = proc.returncode
-        sandbox_failed = None
-        if launch.start_status is not None:  # a sandbox the harness stopped did start
-            failure = launch.start_status.failure(rc, self.err.text())
-            sandbox_failed = clean(failure) if failure and self.term_at is None else None
+        failure = launch.box.failure(rc, self.err.text())  # a box the harness stopped did start
+        sandbox_failed = clean(failure) if failure and self.term_at is None else None
         try:
             hits = launch.enforcement.hits(exit_code=rc if rc is not None and rc >= 0 else None,
                                            signal_no=-rc if rc is not None and rc < 0 else None)
             # what is still in the attempt's cgroups escaped the sweep (no marker, own session)
             left = launch.enforcement.kill_all()
-            if launch.sandbox is None:
+            if not launch.box.isolated:
                 self.orphans += left
         finally:
             launch.enforcement.close()
@@ -481,7 +478,7 @@ def run_agent_process(
     on_event: Callable[[Event], None] | None = None,
     grace_s: float = GRACE_S,
     watch: Any = None,
-    sandbox: Any = None,
+    box: Any = None,
     limits: Any = None,
 ) -> ProcessOutcome:
     """Run the agent once; see the module docstring. Raises UsageError if it cannot start at all.
@@ -490,26 +487,33 @@ def run_agent_process(
     event; once it has a ``verdict`` the agent is stopped like at its time limit (but not
     ``timed_out``) and the outcome's ``agent_error`` is the verdict, redacted.
 
-    ``sandbox`` (a ``ledger.sandbox.SandboxPolicy``) runs the agent inside bubblewrap; strace
-    then wraps bwrap from outside, so the tracer lives outside the sandbox's PID namespace.
-    In the sandbox the agent runs under the in-namespace waiter (``Enforcement.init_script``):
-    when the agent's main process exits, the processes it left in the namespace are counted
-    (``orphans``) and killed before the namespace ends.
+    ``box`` (a ``ledger.sandbox.port.Box`` of ``Sandbox.agent_box``; None: an ordinary process,
+    the ``none`` backend's box) confines the agent: ``box.command`` makes the command that runs,
+    strace wraps it from outside (so the tracer lives outside the box's PID namespace; not at all
+    when ``box.captures_trace`` is False), ``box.trace_lines`` cuts the box's own set-up out of
+    the log, ``box.failure`` tells a box that never ran the agent (``sandbox_failed``). In an
+    isolated box the agent runs under the in-namespace waiter (``Enforcement.init_script``):
+    when the agent's main process exits, the processes it left in ``box.namespace()`` are
+    counted (``orphans``) and killed before the namespace ends. The caller closes its box.
 
-    ``limits`` (a ``ledger.sandbox.limits.Limits``, ``DEFAULTS`` when None, or an
-    ``Enforcement`` made for this run, closed here) bound the run
+    ``limits`` (a ``ledger.sandbox.limits.Limits``, ``DEFAULTS`` when None, or the
+    ``box.enforcement`` made for this run, closed here) bound the run
     (``ledger.sandbox.limits``); the outcome's ``limits`` says how, ``limit_hits`` what was hit.
     A disk limit hit stops the agent like its time limit (but not ``timed_out``).
     """
     if not inv.argv:
         raise UsageError("agent invocation has an empty command line")
-    mode, trace_reason = resolve_trace(trace)
+    if box is None:
+        from ledger.sandbox.local import LocalBox
+
+        box = LocalBox("agent", [str(p) for p in dict.fromkeys((ctx.worktree, ctx.home))])
+    mode, trace_reason = resolve_trace(trace, box)
     env = {k: v for k, v in inv.env.items() if k != MARKER_ENV}
     if _find_program(inv.argv[0], env, ctx.worktree) is None:
         raise UsageError(f"agent program {inv.argv[0]!r} not found (PATH or path); nothing was run")
     marker = f"{ctx.attempt_id}#{secrets.token_hex(6)}"
     clean = make_cleaner(inv.secrets, capture_filter)
-    launch = _launch(inv, env, marker, mode, sandbox, limits)
+    launch = _launch(inv, env, marker, mode, box, limits)
     run = _AgentRun(inv, ctx, launch, clean, watch=watch, output_limit=output_limit,
                     on_event=on_event)
     run.start()

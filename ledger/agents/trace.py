@@ -522,7 +522,7 @@ class TraceFollower:
     """Parses an attempt's strace log in a thread while the agent runs (``iter_events`` over
     ``follow_lines``), so that only the log's tail is left to parse once the tracer has exited.
 
-    ``keep``: a filter over the log's lines (the sandbox's ``agent_lines`` drops bwrap's own
+    ``keep``: a filter over the log's lines (the box's ``trace_lines`` drops the box's own
     set-up); ``post``: applied to each event in the thread (the caller's redaction). The events
     are those ``parse_strace_log`` gives for the finished log, in the same order; what a read
     keeps is decided shortly after the read (see the module docstring).

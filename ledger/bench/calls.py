@@ -148,9 +148,9 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
         try:
             inv = agent.invocation(ctx)
             with agent_box(confine, agent, inv, kind=kind, worktree=worktree, home=home,
-                           scratch=scratch, net_dir=net_dir) as (boxed, sandbox):
-                outcome = run_agent_process(boxed, ctx, trace="none", output_limit=OUTPUT_LIMIT,
-                                            sandbox=sandbox)
+                           scratch=scratch, net_dir=net_dir) as box:
+                outcome = run_agent_process(inv, ctx, trace="none", output_limit=OUTPUT_LIMIT,
+                                            box=box)
         except LedgerError as exc:
             return failed(str(exc), time.monotonic() - start)
         except OSError as exc:

@@ -14,17 +14,14 @@ in a grading box: the answer's folder writable, no network.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import UsageError
 from ledger.sandbox import paths, registry
-from ledger.sandbox.port import AgentRequest, Sandbox
+from ledger.sandbox.port import AgentRequest, Box, Sandbox
 
 
 @dataclass(frozen=True)
@@ -63,22 +60,13 @@ def _endpoints(agent: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _runner_policy(box: Any) -> Any:
-    """The policy ``run_agent_process`` confines an agent by: it starts bubblewrap over it
-    itself, so only the bubblewrap backend's boxes qualify (until the agent runner takes a
-    ``Box``); None for any other backend."""
-    return box.policy if type(box).__module__ == "ledger.sandbox.bubblewrap" else None
-
-
 @contextlib.contextmanager
 def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree: Path,
-              home: Path, scratch: Path, net_dir: Path) -> Iterator[tuple[Any, Any]]:
-    """``(invocation, sandbox)`` to hand ``run_agent_process`` for one call, the box closed on
-    exit. ``sandbox`` is the box's policy (what the agent runner takes today), None for a backend
-    that confines nothing; a backend whose boxes the agent runner cannot take is refused."""
+              home: Path, scratch: Path, net_dir: Path) -> Iterator[Box]:
+    """The box of ``confine``'s backend to hand ``run_agent_process`` (``box=``) for one call,
+    on every backend; closed on exit."""
     from ledger.run.attestor import endpoint_allowlist
     from ledger.sandbox import net
-    from ledger.sandbox.attempt_boxes import sandbox_env
 
     records = _endpoints(agent)
     box = confine.sandbox.agent_box(AgentRequest(
@@ -87,21 +75,7 @@ def agent_box(confine: Confinement, agent: Any, inv: Any, *, kind: str, worktree
         harness_code=kind in ("builtin", "http"), allowlist=endpoint_allowlist(records),
         loopback_ports=tuple(net.loopback_ports(records)), net_dir=net_dir))
     try:
-        if not box.isolated:
-            yield inv, None
-            return
-        policy = _runner_policy(box)
-        if policy is None:
-            raise UsageError(f"the bench cannot run agents in the {confine.name} sandbox yet "
-                             "(the agent runner takes a bubblewrap box's policy only); use "
-                             "--sandbox auto or --sandbox none")
-        env = sandbox_env(inv.env, home=home, scratch=scratch)
-        argv = list(inv.argv)
-        if box.proxy is not None:  # the agent reaches its endpoints through the forwarder
-            argv, port = net.forwarder_command(sys.executable, net_dir / "proxy.sock",
-                                               net.loopback_ports(records), argv)
-            env.update(net.proxy_env(port))
-        yield dataclasses.replace(inv, argv=tuple(argv), env=env), policy
+        yield box
     finally:
         box.close()
 

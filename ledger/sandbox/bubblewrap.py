@@ -1,9 +1,10 @@
 """The ``bwrap`` backend of the Sandbox port (``ledger.sandbox.port``): boxes made of bubblewrap.
 
-    BwrapSandbox.agent_box(req)    ``attempt_boxes.agent_policy`` (the install trees the agent's argv
-                                   needs, the harness package for built-in agents, the hidden
-                                   paths masked); with an allowlist, the journaling proxy on a
-                                   unix socket bound in and the agent behind the forwarder
+    BwrapSandbox.agent_box(req)    ``attempt_boxes.agent_setup`` (``agent_policy``: the install trees
+                                   the agent's argv needs, the harness package for built-in
+                                   agents, the hidden paths masked); with an allowlist, the
+                                   journaling proxy on a unix socket bound in and the agent
+                                   behind the forwarder
     BwrapSandbox.grading_box(req)  ``attempt_boxes.grading_policy``: the fresh tree, the interpreter,
                                    the harness's pytest reporter, the task's test programs
     BwrapBox.command(argv, env)    ``bwrap_command``: the status pipe (a box that never ran its
@@ -22,11 +23,9 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ledger.sandbox import attempt_boxes
-from ledger.sandbox.attempt_boxes import sandbox_env
 from ledger.sandbox.bwrap import INSTALL_HINT, StartStatus, bwrap_command, probe_bwrap
 from ledger.sandbox.policy import SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
@@ -38,6 +37,7 @@ class BwrapBox:
 
     backend = "bwrap"
     isolated = True
+    captures_trace = True  # strace outside follows bwrap into the namespaces
 
     def __init__(self, policy: SandboxPolicy, *, home: str, scratch: str, proxy: Any = None,
                  forward: tuple[str, tuple[int, ...]] | None = None) -> None:
@@ -80,14 +80,9 @@ class BwrapBox:
         the attempt's waiter too, and bwrap reports the namespace (``namespace()``)."""
         self._reset()
         self._commands += 1
-        inner_env = sandbox_env(env, home=Path(self.home), scratch=Path(self.scratch))
-        inner = list(argv)
-        if self._forward is not None:
-            from ledger.sandbox import net
-
-            sock, ports = self._forward
-            inner, port = net.forwarder_command(sys.executable, sock, ports, inner)
-            inner_env.update(net.proxy_env(port))
+        inner, inner_env = attempt_boxes.inner_command(argv, env, policy=self.policy, home=self.home,
+                                               scratch=self.scratch, forward=self._forward,
+                                               python=sys.executable)
         self._status = StartStatus()
         extra = self._status.args()
         fds = [*self._status.pass_fds]
@@ -174,32 +169,9 @@ class BwrapSandbox:
         return Availability(ok, reason, version)
 
     def agent_box(self, request: AgentRequest) -> BwrapBox:
-        proxy = forward = None
-        extra = list(request.extra_readable)
-        sockets: list[str] = []
-        if request.allowlist:
-            from ledger.sandbox import net
-
-            if request.net_dir is None:
-                raise ValueError("an agent box with a network allowlist needs a net_dir")
-            sock = request.net_dir / "proxy.sock"
-            proxy = net.Proxy(sock, request.allowlist, allowed=request.allows)
-            forward = (str(sock), tuple(request.loopback_ports))
-            sockets = [str(sock)]
-            extra.append(net.FORWARDER)  # the forwarder script, and nothing else of the harness
-        try:
-            policy = attempt_boxes.agent_policy(
-                worktree=request.worktree, home=request.home, scratch=request.scratch,
-                argv=request.argv, path_env=request.path_env, hidden=request.hidden,
-                harness_code=request.harness_code, extra_readable=extra,
-                copied_config=request.copied_config,
-                network="proxy" if proxy is not None else "none", sockets=sockets)
-        except BaseException:
-            if proxy is not None:
-                proxy.close()
-            raise
-        return BwrapBox(policy, home=str(request.home), scratch=str(request.scratch),
-                        proxy=proxy, forward=forward)
+        made = attempt_boxes.agent_setup(request)
+        return BwrapBox(made.policy, home=str(request.home), scratch=str(request.scratch),
+                        proxy=made.proxy, forward=made.forward)
 
     def grading_box(self, request: GradingRequest) -> BwrapBox:
         policy = attempt_boxes.grading_policy(

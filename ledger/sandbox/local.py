@@ -21,6 +21,7 @@ class LocalBox:
     backend = "none"
     isolated = False
     proxy = None
+    captures_trace = True  # an ordinary process: strace around it sees it all
 
     def __init__(self, purpose: str, writable: Sequence[str]) -> None:
         self.purpose = purpose

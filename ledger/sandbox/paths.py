@@ -12,7 +12,10 @@ a sandbox may read (its interpreter, its package, its pytest reporter) and what 
                             interpreter (``#!/usr/bin/env X`` resolved through ``PATH``)
     launcher_root(path)     the installation behind a shim or launcher: pyenv (``libexec/pyenv``),
                             asdf, nvm (the node version), conda (``conda-meta``), Homebrew
-                            (``Cellar``), a ``~/.local/bin`` user script (its ``lib/pythonX.Y``)
+                            (``Cellar``), a pip ``--user`` script in the user base's ``bin``
+                            (its ``lib/pythonX.Y/site-packages`` only)
+    user_base_of(progs)     the Python user base a program or its ``#!`` chain lies in (the agent
+                            then gets ``PYTHONUSERBASE``: its fresh HOME hides ``~/.local``)
     path_trees(PATH)        the folders of ``PATH`` and the installation behind each shim folder
     canonical_binds(paths)  readable paths as bwrap can bind them: a path that is, or lies under,
                             a recreated system link becomes its real path, or is dropped when a
@@ -192,12 +195,44 @@ def launcher_root(path: str) -> list[str]:
         if os.path.isdir(os.path.join(anc, "Cellar")) and \
                 os.path.isdir(os.path.join(anc, "Homebrew")):  # Homebrew's prefix
             return [anc] if _usable_root(anc) else []
-    # A pip --user script: ~/.local/bin/x; its packages are ~/.local/lib/pythonX.Y.
+    # A pip --user script: <user base>/bin/x; its packages, and only those, are readable.
     folder = path if os.path.isdir(path) else os.path.dirname(path)
-    if folder.endswith("/.local/bin"):
-        libs = sorted(glob.glob(os.path.join(os.path.dirname(folder), "lib", "python3*")))
-        return [p for p in libs if os.path.isdir(p)]
+    base = _user_base_holding(folder)
+    if base is not None:
+        return user_site_dirs(base)
     return []
+
+
+def user_base() -> str:
+    """The Python user base ``pip install --user`` fills: ``$PYTHONUSERBASE``, else the
+    operator's ``~/.local``."""
+    given = os.environ.get("PYTHONUSERBASE", "")
+    return norm(given) if given.startswith("/") else os.path.join(real_home(), ".local")
+
+
+def _user_base_holding(folder: str) -> str | None:
+    """The user base whose ``bin`` is ``folder`` (``user_base()``, or any ``.../.local``)."""
+    for base in (user_base(), os.path.dirname(folder) if folder.endswith("/.local/bin") else ""):
+        if base and base not in TOO_WIDE and folder == os.path.join(base, "bin"):
+            return base
+    return None
+
+
+def user_site_dirs(base: str) -> list[str]:
+    """The ``lib/pythonX.Y/site-packages`` folders of a user base (never the rest of it)."""
+    found = glob.glob(os.path.join(glob.escape(base), "lib", "python3*", "site-packages"))
+    return sorted(p for p in found if os.path.isdir(p))
+
+
+def user_base_of(programs: Sequence[str], path_env: str) -> str | None:
+    """The user base one of ``programs`` (or a program of its ``#!`` interpreter chain, or a link
+    on the way) lies in: its ``bin`` holds the program. None for every other program."""
+    for prog in programs:
+        for candidate in program_chain(prog, path_env):
+            base = _user_base_holding(os.path.dirname(candidate))
+            if base is not None:
+                return base
+    return None
 
 
 def shebang(path: str) -> list[str]:
@@ -252,14 +287,26 @@ def _own_folder(path: str) -> str:
     return folder
 
 
-def install_tree(program: str, path_env: str, _depth: int = 0) -> list[str]:
-    """The paths ``program`` needs read-only (see the module docstring), unresolved: the
-    policy passes them through ``canonical_binds``."""
+def program_chain(program: str, path_env: str, _depth: int = 0) -> list[str]:
+    """Every file running ``program`` goes through: the program found (``PATH``), each link to
+    its target, then the same for its ``#!`` interpreter (``#!/usr/bin/env X`` through
+    ``PATH``), a few levels deep."""
     found = program if "/" in program else which(program, path_env)
     if found is None:
         return []
+    out = link_chain(found)
+    if _depth < _MAX_SHEBANG_DEPTH:
+        interp = shebang_program(shebang(norm(os.path.realpath(found))))
+        if interp:
+            out += program_chain(interp, path_env, _depth + 1)
+    return out
+
+
+def install_tree(program: str, path_env: str) -> list[str]:
+    """The paths ``program`` needs read-only (see the module docstring), unresolved: the
+    policy passes them through ``canonical_binds``."""
     out: list[str] = []
-    for candidate in link_chain(found):
+    for candidate in program_chain(program, path_env):
         launcher = launcher_root(candidate)
         if launcher:
             out += launcher
@@ -274,10 +321,6 @@ def install_tree(program: str, path_env: str, _depth: int = 0) -> list[str]:
             continue
         tree = _node_prefix(candidate)
         out.append(tree if tree else _own_folder(candidate))
-    if _depth < _MAX_SHEBANG_DEPTH:
-        interp = shebang_program(shebang(norm(os.path.realpath(found))))
-        if interp:
-            out += install_tree(interp, path_env, _depth + 1)
     return out
 
 
@@ -342,5 +385,6 @@ def outside_system(commands: Iterable[Sequence[str] | None]) -> list[str]:
 
 __all__ = ["SYSTEM_PATHS", "SYSTEM_PREFIXES", "harness_package_dir", "hidden_paths",
            "interpreter_paths", "outside_system", "packaged_tasks_dir", "TOO_WIDE", "canonical_binds", "install_tree", "launcher_root",
-           "link_chain", "norm", "path_trees", "real_home", "shebang", "shebang_program",
-           "system_binds", "system_folders", "under", "which"]
+           "link_chain", "norm", "path_trees", "program_chain", "real_home", "shebang",
+           "shebang_program", "system_binds", "system_folders", "under", "user_base",
+           "user_base_of", "user_site_dirs", "which"]

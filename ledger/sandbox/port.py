@@ -34,6 +34,25 @@ Using the port (``attempt``: ``ledger/run/attempt/``; ``ledger tasks``' command 
     ``box.writable()``  the folders it may write (the disk watch walks them)
     ``box.isolated``    False for ``none``: nothing is confined, orphans are swept by the caller
     ``box.proxy``       the attempt's journaling proxy (``ledger.sandbox.net.Proxy``) or None
+    ``box.captures_trace``  whether strace wrapped around ``command``'s argv sees the command's
+                        own processes (False for a container engine's client): when it does not,
+                        the agent's capture says so (trace ``none`` with the reason: the attempt
+                        is not observed by a trace, never CLEAN on one)
+
+**The agent side** (``ledger/run/attempt/agent.py``, the bench's ``ledger/bench/confine.py``):
+the attempt asks the run's backend (``registry.get(plan's sandbox)``) for one ``agent_box`` while
+it prepares, journals ``box.as_data()`` as ``agent.started``'s ``sandbox`` (None: ``none``) and
+``box.readable()`` as its scope, and hands the box to the agent runner::
+
+    outcome = run_agent_process(invocation, ctx, box=box, limits=box.enforcement(...), ...)
+
+``run_agent_process`` (``ledger/agents/process.py``) calls ``box.command(argv, env, limits=,
+waiter=)`` once (the waiter pipes only for an isolated box: the in-namespace waiter counts the
+orphans it finds through ``box.namespace()``), wraps strace around the confined argv from outside
+when ``box.captures_trace``, filters the log with ``box.trace_lines``, and reports
+``box.failure(...)`` as the outcome's ``sandbox_failed`` (journaled ``sandbox.failed`` with
+``box.backend``). The attempt closes the box after the agent: the proxy's connections of
+``box.close()`` become its ``net.connect`` entries.
 
 A grading box runs several commands one after the other (hidden tests, signals, regression):
 call ``command`` / ``started`` / ``failure`` for each; ``close`` once. ``BoxStartFailed`` is the
@@ -117,7 +136,9 @@ class AgentRequest:
     at all); its socket lives in ``net_dir``, a folder no box shows; ``allows(host, port)``
     decides each request (``attest.scan.ScanPolicy.endpoint_allowed`` over the allowlist: the
     caller passes it, the sandbox imports nothing of ``attest``). ``loopback_ports``: declared
-    loopback endpoints forwarded inside to the same port."""
+    loopback endpoints forwarded inside to the same port. ``config``: files of the operator's
+    home the agent needs (``[agents.NAME] config``), copied into a fresh home by a backend that
+    gives one (``copied_config``: ones the caller copied already)."""
 
     worktree: Path
     home: Path
@@ -132,6 +153,7 @@ class AgentRequest:
     loopback_ports: tuple[int, ...] = ()
     net_dir: Path | None = None
     allows: Callable[[str, int], bool] | None = None
+    config: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +204,7 @@ class Box(Protocol):
     purpose: str  # "agent" | "grading"
     isolated: bool
     proxy: Any
+    captures_trace: bool  # strace around ``command``'s argv sees the command's processes
 
     def readable(self) -> tuple[str, ...]: ...
 

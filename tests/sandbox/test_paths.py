@@ -31,8 +31,9 @@ LAUNCHERS = (
      "conda/envs/ml/bin/python", "conda/envs/ml"),
     ("homebrew-linux", ["brew/Homebrew/", "brew/Cellar/gh/2.0/bin/gh", "brew/bin/"],
      "brew/Cellar/gh/2.0/bin/gh", "brew"),
-    ("pip-user-script", ["u/.local/bin/tool", "u/.local/lib/python3.11/site-packages/"],
-     "u/.local/bin/tool", "u/.local/lib/python3.11"),
+    ("pip-user-script", ["u/.local/bin/tool", "u/.local/lib/python3.11/site-packages/",
+                         "u/.local/lib/python3.11/private.txt"],
+     "u/.local/bin/tool", "u/.local/lib/python3.11/site-packages"),
 )
 
 

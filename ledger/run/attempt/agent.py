@@ -1,5 +1,6 @@
-"""The agent step: its context, command line, trace mode, scope and (sandboxed) sandbox and
-proxy worked out ahead (``prepare_agent``), then ``agent.started``, the run, ``agent.finished``.
+"""The agent step: its context, command line, box (``Sandbox.agent_box`` of the run's backend,
+with its proxy), trace mode and scope worked out ahead (``prepare_agent``), then
+``agent.started``, the run in the box, ``agent.finished``.
 
 ``agent.started`` reports the folders the attempt used (worktree, home, scratch), what the agent
 may read besides system paths (interpreter, harness, its own program files) and its model API
@@ -42,19 +43,19 @@ def prepare_ahead(att: Attempt) -> tuple[Prepared, tuple[Workspace, Box]]:
         raise
 
 
-def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[str, Any]]
-                   ) -> tuple[Any, Any, Any]:
-    """(policy, invocation run in it, proxy or None) for a sandboxed agent.
+def _agent_box(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[str, Any]]) -> Box:
+    """The agent's box of the run's backend (``ledger.sandbox.port``).
 
-    With a network allowlist (the task's, the agent's declared endpoints) the harness's proxy
-    serves the attempt on a unix socket bound into the sandbox, and the agent runs behind the
-    in-sandbox forwarder (``ledger.sandbox.net``); without one the sandbox has no network."""
+    With a network allowlist (the task's, the agent's declared endpoints) a backend that
+    confines serves the attempt with its journaling proxy on a unix socket bound into the box,
+    the agent behind the in-box forwarder (``ledger.sandbox.net``); without one the box has no
+    network. The agent's configuration files (``[agents.NAME] config``) are copied into the
+    box's fresh home by a backend that gives it one."""
     from ledger.run.attestor import endpoint_allowlist
-    from ledger.sandbox.attempt_boxes import agent_policy, copy_config, sandbox_env
+    from ledger.sandbox.net import loopback_ports
+    from ledger.sandbox.port import AgentRequest
 
     task, agent, ws = att.task, att.agent, att.ws
-    wanted = att.settings.agent_config.get(agent.name, ())
-    copied = copy_config(list(wanted), home=ws.home)
     profile = agent.profile()
     extra: list[str] = []
     hidden = hidden_for(task, att.settings)
@@ -62,32 +63,13 @@ def _agent_sandbox(att: Attempt, invocation: Any, endpoints: Sequence[Mapping[st
         root = _resolved(task.root)
         extra.append(root)
         hidden = [h for h in hidden if not _under(root, h) and not _under(h, root)]
-    env = sandbox_env(invocation.env, home=ws.home, scratch=ws.scratch)
-    argv = list(invocation.argv)
-    allowlist = [*task.network_allowlist, *endpoint_allowlist(list(endpoints))]
-    proxy, network, sockets = None, "none", []
-    if allowlist:
-        from ledger.sandbox import net
-
-        sock = ws.root / "net" / "proxy.sock"
-        proxy = net.Proxy(sock, allowlist)
-        argv, port = net.forwarder_command(sys.executable, sock, net.loopback_ports(endpoints),
-                                           argv)
-        env.update(net.proxy_env(port))
-        network, sockets = "proxy", [str(sock)]
-        extra.append(argv[3])  # the forwarder script, and nothing else of the harness
-    try:
-        policy = agent_policy(
-            worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=invocation.argv,
-            path_env=env.get("PATH", os.defpath),
-            harness_code=profile.runs_harness_code,
-            hidden=hidden, extra_readable=extra, copied_config=copied, network=network,
-            sockets=sockets)
-    except BaseException:
-        if proxy is not None:
-            proxy.close()
-        raise
-    return policy, dataclasses.replace(invocation, argv=tuple(argv), env=env), proxy
+    return att.sandbox.agent_box(AgentRequest(
+        worktree=ws.worktree, home=ws.home, scratch=ws.scratch, argv=tuple(invocation.argv),
+        path_env=invocation.env.get("PATH", os.defpath), hidden=tuple(hidden),
+        harness_code=profile.runs_harness_code, extra_readable=tuple(extra),
+        config=tuple(att.settings.agent_config.get(agent.name, ())),
+        allowlist=tuple([*task.network_allowlist, *endpoint_allowlist(list(endpoints))]),
+        loopback_ports=tuple(loopback_ports(endpoints)), net_dir=ws.root / "net"))
 
 
 def _agent_extra(att: Attempt) -> dict[str, Any]:
@@ -209,19 +191,16 @@ class Prepared:
     reason: str
     readable: list[str]
     endpoints: list[dict[str, Any]]
-    isolation: dict[str, Any]
-    policy: Any
-    proxy: Any
+    box: Box
 
     def discard(self) -> None:
-        """Close the proxy of a run that will not happen."""
-        if self.proxy is not None:
-            with contextlib.suppress(Exception):
-                self.proxy.close()
+        """Close the box (and its proxy) of a run that will not happen."""
+        with contextlib.suppress(Exception):
+            self.box.close()
 
 
 def prepare_agent(att: Attempt) -> Prepared:
-    """The agent's context, command line, trace mode, scope and (isolated) sandbox and proxy."""
+    """The agent's context, command line, box (with its proxy), trace mode and scope."""
     from ledger.agents.process import resolve_trace
 
     plan, task, agent, ws = att.plan, att.task, att.agent, att.ws
@@ -234,25 +213,21 @@ def prepare_agent(att: Attempt) -> Prepared:
         extra=_agent_extra(att),
     )
     invocation = _observed_invocation(agent.invocation(ctx), agent, ws)
-    mode, reason = resolve_trace(plan.trace)
-    observed = mode if mode == "strace" else (
-        "transcript" if invocation.parser_factory is not None else "none")
-    readable = harness_readable() + agent_readable(invocation.argv, ws, task)
     endpoints = resolve_endpoints(
         agent_endpoints(agent), resolver=att.settings.resolver,
         timeout=att.settings.resolve_timeout_s or RESOLVE_TIMEOUT_S)
-    policy = proxy = None
-    isolation: dict[str, Any] = {"isolation": "none", "sandbox": None}
-    if att.confined:
-        from ledger.sandbox import probe_bwrap
-
-        policy, invocation, proxy = _agent_sandbox(att, invocation, endpoints)
-        # With isolation, what the sandbox shows may be read: that is the scope.
-        readable = [p for p in policy.readable if p not in policy.masked]
-        isolation = {"isolation": "sandbox",
-                     "sandbox": {**policy.as_data(), "bwrap": probe_bwrap()[2]}}
-    return Prepared(ctx, invocation, mode, observed, reason, readable, endpoints, isolation,
-                     policy, proxy)
+    box = _agent_box(att, invocation, endpoints)
+    try:
+        mode, reason = resolve_trace(plan.trace, box)
+    except BaseException:
+        box.close()
+        raise
+    observed = mode if mode == "strace" else (
+        "transcript" if invocation.parser_factory is not None else "none")
+    # Confined, what the box shows may be read: that is the scope; else what the agent declares.
+    readable = list(box.readable()) if box.isolated else (
+        harness_readable() + agent_readable(invocation.argv, ws, task))
+    return Prepared(ctx, invocation, mode, observed, reason, readable, endpoints, box)
 
 
 def discard(job: Background) -> None:
@@ -269,8 +244,8 @@ def run_agent(att: Attempt, prep: Prepared) -> bool:
     try:
         ran = _agent_started_and_run(att, prep)
     finally:
-        records = prep.proxy.close() if prep.proxy is not None else []
-    for rec in records:  # every request the proxy saw: allowed or denied, bytes each way
+        records = prep.box.close()
+    for rec in records.connections:  # every request the proxy saw: allowed or denied, bytes
         att.out.entry("net.connect", rec)
     return ran
 
@@ -281,12 +256,11 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
     from ledger.agents.errors import ReachWatch, classify
     from ledger.agents.process import run_agent_process
     from ledger.agents.strace import strace_filter
-    from ledger.sandbox.limits import Enforcement
 
     task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact
-    invocation, profile = prep.invocation, agent.profile()
-    enforcement = Enforcement(attempt_limits(att.settings, task), sandboxed=prep.policy is not None,
-                              label="agent")
+    invocation, profile, box = prep.invocation, agent.profile(), prep.box
+    enforcement = box.enforcement(attempt_limits(att.settings, task), label="agent")
+    sandbox = box.as_data()
     out.entry("agent.started", {
         "argv": [redact(redact_secrets(a, invocation.secrets)) for a in invocation.argv],
         "cwd": _resolved(ws.worktree),
@@ -299,23 +273,24 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
         **({"trace_filter": strace_filter()} if prep.mode == "strace" else {}),
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
-        **prep.isolation,
+        "isolation": "sandbox" if box.isolated else "none",
+        "sandbox": sandbox,
         "limits": enforcement.as_data(),
     })
     try:
         outcome = run_agent_process(
             invocation, prep.ctx, trace=prep.mode, capture_filter=redact, evidence=redact.evidence,
             path_hit=lambda path: bool(redact.path_digests([path])),
-            on_event=lambda ev: out.entry(*streamed(ev)), sandbox=prep.policy,
+            on_event=lambda ev: out.entry(*streamed(ev)), box=box,
             watch=ReachWatch() if profile.watch_reach else None,
             limits=enforcement,
         )
     finally:
         enforcement.close()
     failed = outcome.sandbox_failed
-    if failed is not None:  # bwrap could not start the agent: the harness's failure
+    if failed is not None:  # the box never started the agent: the harness's failure
         failed = redact(failed)
-        out.entry("sandbox.failed", sandbox_failed_data("agent", failed, att.sandbox.name))
+        out.entry("sandbox.failed", sandbox_failed_data("agent", failed, box.backend))
     for kind, data in output_events(outcome) if failed is None else []:
         if not (invocation.stdout_is_transcript and data.get("stream") == "stdout"):
             out.entry(kind, data)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import LedgerError
-from ledger.sandbox.attempt_boxes import agent_policy, grading_policy, sandbox_env
+from ledger.sandbox.attempt_boxes import agent_setup, grading_policy, inner_command
 from ledger.sandbox.container import engine as engines
 from ledger.sandbox.paths import SYSTEM_PATHS, under
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
@@ -78,6 +78,9 @@ class ContainerEnforcement:
     def hits(self, *, exit_code: int | None = None, signal_no: int | None = None) -> list[dict[str, Any]]:
         hit = {25: "file_size", 24: "cpu_s", 9: None}.get(signal_no or (exit_code or 0) - 128)
         return [{"limit": hit, "label": self.label}] if hit else []
+
+    def kill_all(self) -> int:
+        return 0  # the container's end ends every process in it: nothing is left to count
 
     def close(self) -> None:
         return None
@@ -183,14 +186,8 @@ class ContainerBox:
         waits for the container, and the container's end ends every process in it)."""
         self._commands += 1
         self._hand_over()
-        inner_env = sandbox_env(env, home=Path(self.home), scratch=Path(self.scratch))
-        inner = list(argv)
-        if self._forward is not None:
-            from ledger.sandbox import net
-
-            sock, ports = self._forward
-            inner, port = net.forwarder_command(INNER_PYTHON, Path(sock), ports, inner)
-            inner_env.update(net.proxy_env(port))
+        inner, inner_env = inner_command(argv, env, policy=self.policy, home=self.home, scratch=self.scratch,
+                                         forward=self._forward, python=INNER_PYTHON)
         name = f"ledger-{self.purpose}-{secrets.token_hex(6)}"
         self._names.append(name)
         flags = ["run", "--rm", f"--name={name}", "--network=none", f"--user={SANDBOX_UID}:{SANDBOX_GID}",
@@ -298,30 +295,13 @@ class ContainerSandbox:
         return self._available
 
     def agent_box(self, request: AgentRequest) -> ContainerBox:
-        proxy = forward = None
-        extra = list(request.extra_readable)
-        sockets: list[str] = []
-        if request.allowlist:
-            from ledger.sandbox import net
-
-            if request.net_dir is None:
-                raise ValueError("an agent box with a network allowlist needs a net_dir")
-            sock = request.net_dir / "proxy.sock"
-            proxy = net.Proxy(sock, request.allowlist, allowed=request.allows)
-            forward = (str(sock), tuple(request.loopback_ports))
-            sockets = [str(sock)]
-            extra.append(net.FORWARDER)
+        made = agent_setup(request)  # the policy, and with an allowlist the proxy and forwarder
         try:
-            policy = agent_policy(
-                worktree=request.worktree, home=request.home, scratch=request.scratch, argv=request.argv,
-                path_env=request.path_env, hidden=request.hidden, harness_code=request.harness_code,
-                extra_readable=extra, copied_config=request.copied_config,
-                network="proxy" if proxy is not None else "none", sockets=sockets)
-            return ContainerBox(self._engine(), self.image, policy, home=str(request.home),
-                                scratch=str(request.scratch), proxy=proxy, forward=forward)
+            return ContainerBox(self._engine(), self.image, made.policy, home=str(request.home),
+                                scratch=str(request.scratch), proxy=made.proxy, forward=made.forward)
         except BaseException:
-            if proxy is not None:
-                proxy.close()
+            if made.proxy is not None:
+                made.proxy.close()
             raise
 
     def grading_box(self, request: GradingRequest) -> ContainerBox:
