@@ -11,6 +11,7 @@ from typing import Any
 from attest import digests as dg
 from ledger.endpoints import host_allowed
 from ledger.errors import MalformedInput, UsageError
+from ledger.pathnames import under
 
 DEFAULT_READ_ALLOWLIST = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
                           "/proc", "/sys", "/dev")
@@ -18,11 +19,6 @@ DEFAULT_WRITE_ALLOWLIST = ("/dev/null", "/dev/tty", "/dev/pts", "/dev/shm", "/de
                            "/dev/stderr", "/proc/self")
 
 # --------------------------------------------------------------------------- scope policy
-
-
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.rstrip("/") or "/"
-    return path == prefix or path.startswith(prefix + "/") or prefix == "/"
 
 
 _SCOPE_KEYS = frozenset({"worktree", "read_allowlist", "write_allowlist", "network_allowlist",
@@ -120,24 +116,24 @@ class ScanPolicy:
             raise MalformedInput(f"scope: {exc}") from exc
 
     def in_worktree(self, path: str) -> bool:
-        return _under(dg.normalize_path(path), self.worktree)
+        return under(dg.normalize_path(path), self.worktree)
 
     def read_allowed(self, path: str) -> bool:
         norm = dg.normalize_path(path)
-        if norm == "/" or _under(self.worktree, norm):  # an ancestor of the worktree
+        if norm == "/" or under(self.worktree, norm):  # an ancestor of the worktree
             return True
-        return any(_under(norm, p) for p in self.read_allowlist)
+        return any(under(norm, p) for p in self.read_allowlist)
 
     def read_allowed_below(self, folder: str) -> bool:
         """Is everything below ``folder`` readable (it lies under a read allowlist entry)?"""
         if not folder.startswith("/"):
             return False
         norm = dg.normalize_path(folder)
-        return any(_under(norm, p) for p in self.read_allowlist)
+        return any(under(norm, p) for p in self.read_allowlist)
 
     def write_allowed(self, path: str) -> bool:
         norm = dg.normalize_path(path)
-        return any(_under(norm, p) for p in self.write_allowlist)
+        return any(under(norm, p) for p in self.write_allowlist)
 
     def endpoint_allowed(self, host: str, port: int | None, family: str | None) -> bool:
         if family == "unix":

@@ -39,6 +39,8 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
+from ledger.pathnames import under
+
 # The system: read-only when it is a folder, recreated when it is a symlink (merged /usr).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Folders whose presence in a bind would expose the whole host.
@@ -50,11 +52,6 @@ _MAX_SHEBANG_DEPTH = 3
 
 def norm(path: str | os.PathLike[str]) -> str:
     return os.path.normpath(os.path.abspath(os.fspath(path)))
-
-
-def under(path: str, root: str) -> bool:
-    """``path`` is ``root`` or below it (both normalised, absolute)."""
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def real_home() -> str:
