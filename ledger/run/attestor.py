@@ -1,6 +1,7 @@
 """The scope of an attempt and its attestation step.
 
-    scan_policy(agent.started, task allowlist)  the folders the worker reported, the interpreter,
+    scan_policy(agent.started, task allowlist)  the folders the worker reported, the interpreter
+                                                (``ledger.sandbox.paths.interpreter_paths``),
                                                 the network (task allowlist + model API endpoints)
     Attestor.attest(run, attempt, task)         scan the attempt against its commitment, sign a
                                                 checkpoint, build the attestation entry's data
@@ -11,23 +12,14 @@ after an attempt's last entry the session's writer appends what ``Attestor.attes
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from attest.attestation import COMMITMENT_KEY_LABEL, SEAL_KEY_LABEL
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
+from ledger.sandbox.paths import interpreter_paths
 from ledger.tasks.model import Task
-
-
-def interpreter_prefixes() -> tuple[str, ...]:
-    """This interpreter's installation folders (as given and resolved), readable by every agent."""
-    out: list[str] = []
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
-        out += [p, os.path.realpath(p)]
-    return tuple(p for p in dict.fromkeys(out) if p.startswith("/") and p != "/")
 
 
 def _abs_path(value: Any) -> str | None:
@@ -94,7 +86,7 @@ def scan_policy(started: Entry | None, network_allowlist: Sequence[str] = ()) ->
         worktree=_abs_path(data.get("cwd")) or "/nonexistent/ledger-worktree",
         home=_abs_path(data.get("home")),
         scratch=_abs_path(data.get("scratch")),
-        interpreter_prefixes=interpreter_prefixes(),
+        interpreter_prefixes=tuple(interpreter_paths()),
         network_allowlist=network,
         extra_read=tuple(readable),
     )
