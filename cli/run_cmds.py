@@ -13,13 +13,14 @@ import click
 from cli.main import Ctx, emit_json, json_option, pass_ctx
 from cli.table import grid as _table
 from evaluators.fold import parse_attempt_id
+from ledger.agents.strace import TRACE_MODES
 from ledger.errors import UsageError
 from ledger.home import LedgerHome
 from ledger.journal.journal import Journal
-from ledger.run.config import SANDBOX_MODES, TRACE_MODES
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
 from ledger.run.summary import AttemptResult, RunSummary
+from ledger.sandbox import SANDBOX_MODES
 
 
 def _who(attempt_id: str) -> str:

@@ -46,6 +46,9 @@ _SYSCALLS = (
 STRING_LIMIT = 4096
 
 
+# The activity capture a run asks for (--trace, [run] trace): strace where it works here, strace
+# or nothing (``ledger.agents.process.resolve_trace`` decides what ``auto`` becomes)
+TRACE_MODES = ("auto", "strace", "none")
 SECCOMP_ENV = "LEDGER_TRACE_SECCOMP"  # "off": never use --seccomp-bpf (diagnostics, benchmarks)
 FILTER_SECCOMP = "seccomp-bpf"  # the tracee stops only on the traced syscalls
 FILTER_PTRACE = "ptrace"  # the tracee stops on every syscall (strace without --seccomp-bpf)

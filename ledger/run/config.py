@@ -52,11 +52,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger.agents.strace import TRACE_MODES
 from ledger.argv import CommandError, split_command
 from ledger.errors import MalformedInput
 from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
 
-TRACE_MODES = ("auto", "strace", "none")
 _RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "sandbox",
              "executor",
              "ray_address"}

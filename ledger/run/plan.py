@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.fold import parse_attempt_id
+from ledger.agents.strace import TRACE_MODES
 from ledger.errors import NotFound, NothingToRun, TaskError, UsageError
 from ledger.home import LedgerHome
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
-from ledger.run.config import TRACE_MODES, LedgerConfig
+from ledger.run.config import LedgerConfig
 from ledger.session import attempt_id, new_run_id
 from ledger.tasks.model import Task
 
