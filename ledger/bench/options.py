@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_TIMEOUT_S = 600.0
+from ledger.tasks.mine import (
+    Say,  # one progress line (the run's progress view: coordinator.Progress)
+)
 
-Say = Callable[[str], None]  # one progress line (the run's progress view is coordinator.Progress)
+DEFAULT_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)

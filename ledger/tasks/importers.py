@@ -41,7 +41,7 @@ import re
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,11 +52,10 @@ from ledger import safefs
 from ledger.errors import MalformedInput, TaskError, UsageError
 from ledger.tasks import runner
 from ledger.tasks.loader import DEFAULT_TEST_COMMAND, load_task
-from ledger.tasks.mine import export_tree, git
+from ledger.tasks.mine import Say, export_tree, git
 from ledger.tasks.model import Task
 from ledger.tasks.validate import ValidationResult, validate_task
 
-Progress = Callable[[str], None]
 _ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _PYTEST_ID = re.compile(r"^[^\s:][^:]*\.py(::[^:].*)?$")
 SWEBENCH_REQUIRED = ("repo", "instance_id", "base_commit", "patch", "test_patch", "problem_statement",
@@ -290,7 +289,7 @@ class _Skip(Exception):
 
 
 def import_swebench(path: Path, repos: Path, *, out: Path, tier: str = "swebench", python: str | None = None,
-                    progress: Progress | None = None, environment: bool = False,
+                    progress: Say | None = None, environment: bool = False,
                     confinement: runner.Confinement = runner.PLAIN) -> ImportReport:
     """Import every record of a SWE-bench JSONL file against local clones under ``repos``
     (``environment``: each task gets its built environment, ``swebench_environment``)."""
@@ -540,7 +539,7 @@ def _harbor_one(src: Path, out: Path, tier: str, scratch: Path) -> Imported:
         raise
 
 
-def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Progress | None = None,
+def import_harbor(root: Path, *, out: Path, tier: str = "harbor", progress: Say | None = None,
                   confinement: runner.Confinement = runner.PLAIN) -> ImportReport:
     """Import a Harbor or Terminal-Bench task folder, or every task folder under ``root``."""
     if not Path(root).is_dir():

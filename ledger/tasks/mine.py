@@ -49,7 +49,7 @@ FLAKY_RUNS = 3
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-Progress = Callable[[str], None]
+Say = Callable[[str], None]  # one progress line (the run's progress view is coordinator.Progress)
 
 
 @dataclass(frozen=True)
@@ -467,7 +467,7 @@ def _mining_runner(opts: MineOptions, confinement: runner.Confinement, tmp: Path
         yield active
 
 
-def mine(opts: MineOptions, progress: Progress | None = None, *,
+def mine(opts: MineOptions, progress: Say | None = None, *,
          confinement: runner.Confinement = runner.PLAIN) -> MineReport:
     """Examine the candidate commits of ``opts.repo`` and write a task folder for each accepted one."""
     repo = Path(opts.repo)
