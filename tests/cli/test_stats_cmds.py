@@ -152,3 +152,24 @@ def test_report_scores_without_infra_failures_unless_counted(tmp_path: Path) -> 
     body = json.loads(invoke(home, "report", b.run[:20], "--json")[1])
     assert body["score"] == recorded and body["statistics"]["golden"]["score"] == excluded
     assert body["statistics"]["golden"]["infra_excluded"] == 3
+
+
+def test_report_shows_the_minimum_detectable_effect(tmp_path: Path) -> None:
+    """`ledger report` prints each agent's minimum detectable effect (the statistics view's,
+    80% power at the 95% level) in its statistics table and in --json."""
+    from evaluators.stats_view import stats_of
+    from tests.evaluators.test_stats_view import stats_run
+
+    home = tmp_path / "L"
+    home.mkdir()
+    b = stats_run(record=False)
+    write(home, b)
+    want = stats_of(b.entries, b.run)["per_agent"]["alpha"]["min_detectable_effect"]
+    assert isinstance(want, float) and 0 < want < 1
+    body = json.loads(invoke(home, "report", b.run[:20], "--json")[1])
+    assert body["statistics"]["per_agent"]["alpha"]["min_detectable_effect"] == want
+    code, out, err = invoke(home, "report", b.run[:20])
+    assert code == 0, err
+    assert "min detectable" in out
+    rows = [line for line in out.splitlines() if line.split()[:1] == ["alpha"]]
+    assert any(line.rstrip().endswith(f"{want:.3f}") for line in rows), rows
