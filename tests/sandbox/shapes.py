@@ -76,7 +76,7 @@ int main(void) {
 @dataclass(frozen=True)
 class Shape:
     name: str
-    kind: str  # script | interp | venv | static (see the module docstring)
+    kind: str  # script | interp | venv | user | static (see the module docstring)
     interpreter: str = ""  # the #! line (script, venv), or the program (interp); ``{asdf}``
     # is the fake asdf installation the test builds
     language: str = "sh"  # sh | py | node
@@ -109,6 +109,7 @@ SHAPES = (
     Shape("env-python3-pyenv-shim", "script", "/usr/bin/env python3", "py", proves="pyenv=/"),
     Shape("usr-bin-python3", "script", "/usr/bin/python3", "py"),
     Shape("venv-console-script", "venv", language="py"),
+    Shape("pip-user-console-script", "user", language="py", proves="site-packages"),
     Shape("script-in-tmp", "script", "/bin/sh", where="tmp"),
     Shape("script-in-home", "script", "/usr/bin/env python3", "py", where="home",
           proves="pyenv=/"),

@@ -201,6 +201,8 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
     home = tmp / "home"
     home.mkdir()
     (home / "private-note.txt").write_text("operator's own file\n")
+    (home / ".local" / "share").mkdir(parents=True)  # beside a pip --user install: never shown
+    (home / ".local" / "share" / "private-note.txt").write_text("operator's own file\n")
     (tmp / "agents").mkdir()
     shims = fake_pyenv(tmp / "pyenv")
     fake_asdf(tmp / "asdf")
@@ -263,6 +265,22 @@ def test_shape_runs_passes_and_stays_clean_in_the_default_sandbox(matrix: Matrix
     assert shape.proves in marker, marker  # e.g. python3 came through the pyenv shim
     row = next(r for r in matrix.summary["attempts"] if r["attempt"] == attempt)
     assert (row["outcome"], row["attestation"]) == ("passed", "CLEAN"), (shape.name, row, text)
+
+
+def test_a_pip_user_script_sees_its_user_base_bin_and_site_packages_only(matrix: Matrix) -> None:
+    """The ``pip install --user`` console script's attempt: of the operator's ``~/.local`` only
+    ``bin`` and ``lib/pythonX.Y/site-packages`` are shown (not ``lib/pythonX.Y`` itself, not
+    ``share``), and the agent got ``PYTHONUSERBASE`` (its fresh HOME hides ``~/.local``)."""
+    if "pip-user-console-script" in matrix.skipped:
+        pytest.skip(matrix.skipped["pip-user-console-script"])
+    attempt = _attempt_of(matrix, "pip-user-console-script")
+    started = next(e.data for e in matrix.entries
+                   if e.kind == "agent.started" and e.data["attempt"] == attempt)
+    base = str((matrix.home / ".local").resolve())
+    pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    shown = sorted(p for p in started["sandbox"]["readable"] if p.startswith(base + "/"))
+    assert shown == [f"{base}/bin", f"{base}/lib/{pyver}/site-packages"], shown
+    assert "PYTHONUSERBASE" in started["sandbox"]["env"]
 
 
 def test_shims_bring_their_installation_and_never_the_home(matrix: Matrix) -> None:
