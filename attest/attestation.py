@@ -25,6 +25,10 @@ An attestation is one map (stored in the ``attestation`` entry, shown by ``ledge
     grading      {trace, observed, commands, ...} (when the attempt was graded under the grading
                                                 capture: attest/grading_scan.py) the grading phase;
                                                 not observed makes the verdict UNOBSERVED
+    environment  {digests, image_ids}          (when the attempt's boxes ran a container image) the
+                                                digests and ids of the images its agent and grading
+                                                boxes recorded; ``ledger verify`` checks each digest
+                                                is the run's ``environment.ready`` one for the task
     signature    {keyid, sig}                   Ed25519 over DSSE PAE(in-toto Statement v1)
     seal         {keyid, mac}                   HMAC-SHA256 (seal subkey) over the same PAE bytes
 
@@ -174,6 +178,8 @@ def build_attestation(
         att["limits"] = dict(scan.limits)
     if scan.grading is not None:  # the grading phase (absent before it was traced)
         att["grading"] = dict(scan.grading)
+    if scan.environment is not None:  # the images the attempt ran in (absent without one)
+        att["environment"] = {k: list(v) for k, v in scan.environment.items()}
     if results is not None:
         bound = sorted((e for e in results if e.kind in RESULT_KINDS), key=lambda e: e.seq)
         if any(e.seq >= cp.size or e.data.get("attempt") != scan.attempt for e in bound):

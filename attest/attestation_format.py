@@ -42,10 +42,10 @@ _BODY_KEYS = frozenset({
     "observation", "scope", "matches", "match_count", "matches_digest", "echoes", "answer_digests",
 })
 # Signed when present (older attestations lack them): results, isolation, sandbox, limits,
-# grading (attest/grading_scan.py); refused (requests the proxy refused) is present when there
+# grading (attest/grading_scan.py), environment (the container images); refused (requests the proxy refused) is present when there
 # was at least one.
 _OPTIONAL_BODY_KEYS = frozenset({"results", "isolation", "sandbox", "refused", "limits",
-                                 "grading"})
+                                 "grading", "environment"})
 ISOLATIONS = ("sandbox", "none")
 _REQUIRED_BODY_KEYS = _BODY_KEYS
 _BODY_KEYS = _BODY_KEYS | _OPTIONAL_BODY_KEYS
@@ -64,6 +64,7 @@ _RANGE_KEYS = frozenset({"first_seq", "last_seq"})
 _CHECKPOINT_KEYS = frozenset({"size", "root", "note"})
 _ACTIVITY_KEYS = frozenset({"count", "digest", "kinds"})
 _OBSERVATION_KEYS = frozenset({"trace", "transcript", "agent_started"})
+_ENVIRONMENT_KEYS = frozenset({"digests", "image_ids"})
 _PROOF_KEYS = frozenset({"leaf_index", "tree_size", "hashes"})
 _RESULTS_KEYS = frozenset({"seqs", "digest"})
 _REFUSED_KEYS = frozenset({"count", "digest", "items"})
@@ -339,6 +340,10 @@ def _parse_body_only(att: Mapping[str, Any]) -> dict[str, Any]:
         raise MalformedInput("attestation sandbox must be a map or null")
     if "limits" in att and not _is_map(att["limits"]):
         raise MalformedInput("attestation limits must be a map")
+    if "environment" in att:
+        env = _map(att["environment"], "environment", _ENVIRONMENT_KEYS)
+        if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in env.values()):
+            raise MalformedInput("attestation environment digests and image_ids must be lists of strings")
     if "grading" in att:
         check_summary(att["grading"])
     return {k: att[k] for k in _BODY_KEYS if k in att}

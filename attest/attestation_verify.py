@@ -34,12 +34,12 @@ from attest.attestation_format import (
 from attest.grading_scan import grading_observed
 from attest.scan import (
     ACTIVITY_KINDS,
-    OBSERVED_TRACES,
     ActivityDigest,
     ScanPolicy,
     ScanResult,
     derive_verdict,
     matches_digest,
+    observed_trace,
     refusals_digest,
     scan_attempt,
 )
@@ -85,7 +85,7 @@ class VerifyReport:
 
 
 def _observed(obs: Mapping[str, Any]) -> bool:
-    return bool(obs["agent_started"]) and (obs["trace"] in OBSERVED_TRACES or bool(obs["transcript"]))
+    return observed_trace(obs)
 
 
 def _verify_public(att: dict[str, Any], pub: bytes, checks: list[str] | None,
@@ -334,6 +334,9 @@ def _compare_evidence(att: dict[str, Any], scan: ScanResult, *, exact: bool) -> 
     if (dict(scan.grading) if scan.grading is not None else None) != att.get("grading"):
         raise VerificationError(check, "the grading summary differs from the journal's",
                                 expected=str(scan.grading), computed=str(att.get("grading")))
+    if (dict(scan.environment) if scan.environment is not None else None) != att.get("environment"):
+        raise VerificationError(check, "the container images differ from the journal's",
+                                expected=str(scan.environment), computed=str(att.get("environment")))
     if dict(scan.observation) != dict(att["observation"]):
         raise VerificationError(check, "the observation differs from the journal's",
                                 expected=str(dict(scan.observation)),

@@ -11,8 +11,9 @@ before grading was traced, which keep their old meaning)::
 
 ``trace``: ``strace`` (every grading command traced), ``off`` (the run's trace mode is not
 strace: grading was not traced, and the attestation says so), ``failed`` (a command's trace is
-missing), ``sandbox-failed`` (the grading sandbox never ran a command). ``observed`` is false for
-the last two, and then the verdict is UNOBSERVED, never CLEAN (DIRTY still wins: a match is
+missing), ``sandbox-failed`` (the grading sandbox never ran a command), ``not-captured`` (the
+grading box's commands cannot be traced from outside: a container's). ``observed`` is false for
+the last three, and then the verdict is UNOBSERVED, never CLEAN (DIRTY still wins: a match is
 evidence whatever else was missed). The counts are over all grading commands: processes the
 graded code started, files opened outside the grading tree, endpoints it tried to connect to,
 hidden-test reads the test runner's collection does not explain, and the canaries passed (of
@@ -45,7 +46,7 @@ NETWORK = "grading-network"
 READ_SCOPE = "grading-read-scope"
 GRADING_CLASSES = (HIDDEN_READ, NETWORK, READ_SCOPE)
 GRADING_KINDS = frozenset({"grading.trace"})
-TRACES = ("strace", "off", "failed", "sandbox-failed")
+TRACES = ("strace", "off", "failed", "sandbox-failed", "not-captured")
 _OBSERVED = frozenset({"strace", "off"})
 _SUMMARY_KEYS = frozenset({"trace", "observed", "commands", "processes", "outside", "network",
                            "hidden_reads", "canaries"})
@@ -142,6 +143,8 @@ def judge_grading(scan: _Adds, seen: GradingSeen) -> dict[str, Any] | None:
         trace = "failed"  # a sandbox failure entry is the only trace of grading
     elif "failed" in statuses:
         trace = "failed"
+    elif "not-captured" in statuses:
+        trace = "not-captured"
     else:
         trace = "off" if all(s == "off" for s in statuses) else "strace"
     return {"trace": trace, "observed": trace in _OBSERVED, **counts,

@@ -70,6 +70,17 @@ CANARY_KINDS = frozenset({"canary.commitment", "canary.result"})
 SCOPE_CLASSES = frozenset({"read-scope", "write-scope", "network"})
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
 OBSERVED_TRACES = frozenset({"strace", "transcript"})
+# The agent's box said its processes cannot be traced from outside (a container box: its record's
+# ``trace`` is "not captured"): whatever the trace mode, nothing was observed, transcript or not
+# (the agent's own account is not evidence of what it did not do). Older journals never say so.
+NOT_CAPTURED = "not-captured"
+
+
+def observed_trace(obs: Mapping[str, Any]) -> bool:
+    """Whether an attestation's ``observation`` says the agent's activity was observed."""
+    trace = obs.get("trace")
+    return bool(obs.get("agent_started")) and trace != "partial" and trace != NOT_CAPTURED and (
+        trace in OBSERVED_TRACES or bool(obs.get("transcript")))
 
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
 _COMMAND_KEYS = ("command", "cmd", "script", "code", "argv", "url")
@@ -146,10 +157,32 @@ class ScanResult:
     refusals: tuple[Refusal, ...] = ()  # requests the proxy refused, in seq order
     limits: Mapping[str, Any] | None = None  # the resource limits agent.started recorded
     grading: Mapping[str, Any] | None = None  # attest.grading_scan.judge_grading's summary
+    environment: Mapping[str, Any] | None = None  # the images the attempt's boxes ran (``images``)
 
     @property
     def matches_digest(self) -> str:
         return matches_digest(m.key for m in self.matches)
+
+
+class ImagesSeen:
+    """The container images the attempt's boxes recorded (``agent.started`` and ``grading``
+    ``sandbox``: ``image_id`` and ``digest``); the attestation binds them (``environment``)."""
+
+    def __init__(self) -> None:
+        self.digests: set[str] = set()
+        self.ids: set[str] = set()
+
+    def see(self, box: Any) -> None:
+        if isinstance(box, Mapping) and isinstance(box.get("digest"), str):
+            self.digests.add(box["digest"])
+            if isinstance(box.get("image_id"), str):
+                self.ids.add(box["image_id"])
+
+    def summary(self) -> dict[str, Any] | None:
+        """``{digests, image_ids}`` (sorted), or None when no box ran an image."""
+        if not self.digests:
+            return None
+        return {"digests": sorted(self.digests), "image_ids": sorted(self.ids)}
 
 
 def derive_verdict(match_count: int, observed: bool) -> str:
@@ -395,6 +428,7 @@ def scan_attempt(
     canary_entries: dict[str, Entry] = {}
     limits: Mapping[str, Any] | None = None
     grading = GradingSeen()
+    images = ImagesSeen()
     prev = -1
     for e in entries:
         if e.seq <= prev:
@@ -416,15 +450,11 @@ def scan_attempt(
             continue
         if e.kind == "agent.started":
             started = True
-            t = e.data.get("trace")
-            trace = t if isinstance(t, str) else None
-            box = e.data.get("sandbox")
-            if e.data.get("isolation") == "sandbox" and isinstance(box, Mapping):
-                isolation, sandbox = "sandbox", box
-                scan.isolated = True
-            lim = e.data.get("limits")
-            limits = lim if isinstance(lim, Mapping) else None
+            trace, sandbox, limits = _agent_started(e, scan, images)
+            isolation = "sandbox" if sandbox is not None else isolation
             continue
+        if e.kind == "grading":
+            images.see(e.data.get("sandbox"))
         if e.kind == "sandbox.failed" and e.data.get("stage") == "agent":
             started = False  # the sandbox never ran the agent: nothing was observed
         if e.kind in CANARY_KINDS:
@@ -443,7 +473,8 @@ def scan_attempt(
     scan.finish()
     _canary_matches(scan, canary_entries)
     graded = judge_grading(scan, grading)
-    observed = started and trace != "partial" and (trace in OBSERVED_TRACES or scan.transcript)
+    observation = {"trace": trace, "transcript": scan.transcript, "agent_started": started}
+    observed = observed_trace(observation)
     matches = tuple(sorted(scan.matches.values(), key=lambda m: m.key))
     return ScanResult(
         attempt=attempt,
@@ -456,7 +487,7 @@ def scan_attempt(
         activity_count=activity.count,
         activity_digest=activity.hexdigest(),
         kinds=dict(sorted(kinds.items())),
-        observation={"trace": trace, "transcript": scan.transcript, "agent_started": started},
+        observation=observation,
         matches=matches,
         echoes=scan.echoes,
         answer_digests=len(scan.produced),
@@ -467,7 +498,26 @@ def scan_attempt(
         refusals=tuple(scan.refusals),
         limits=limits,
         grading=graded,
+        environment=images.summary(),
     )
+
+
+def _agent_started(e: Entry, scan: _Scan, images: ImagesSeen
+                   ) -> tuple[str | None, Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """(trace mode, sandbox record or None, limits or None) of an ``agent.started`` entry. A box
+    whose record says its trace is "not captured" (a container's) makes the trace ``NOT_CAPTURED``."""
+    t = e.data.get("trace")
+    trace = t if isinstance(t, str) else None
+    box = e.data.get("sandbox")
+    sandbox = None
+    if e.data.get("isolation") == "sandbox" and isinstance(box, Mapping):
+        sandbox = box
+        scan.isolated = True
+        if box.get("trace") == "not captured":
+            trace = NOT_CAPTURED
+        images.see(box)
+    lim = e.data.get("limits")
+    return trace, sandbox, lim if isinstance(lim, Mapping) else None
 
 
 def _check_commitment_entry(e: Entry, commitment: Commitment, *, twice: bool) -> None:

@@ -209,8 +209,13 @@ def render_summary(s: RunSummary, saved: bool) -> str:
                    "(sandbox start, model endpoint, disk, executor, harness), nothing else.")
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES),
-              help="Isolation of every attempt: auto (bubblewrap where it works, default), "
-                   "a sandbox backend's name (required; exit 3 where it cannot work) or none.")
+              help="Isolation of every attempt: auto (default: bubblewrap where it works, a "
+                   "task with an environment in the container engine), container (whichever "
+                   "engine works), a sandbox backend's name (required; exit 3 where it cannot "
+                   "work) or none (docs/ENVIRONMENTS.md).")
+@click.option("--allow-image-change", is_flag=True,
+              help="Run a task whose image digest differs from the one it was validated with "
+                   "(refused otherwise, exit 2); recorded in environment.ready.")
 @click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
 @click.option("--executor", type=click.Choice(("local", "ray")),
               help="Where attempts run: local worker processes (default) or a Ray cluster "
@@ -228,8 +233,8 @@ def render_summary(s: RunSummary, saved: bool) -> str:
 def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents: tuple[str, ...],
             agent_base_url: str | None, parallel: int | None, repeat: int | None, timeout: float | None, resume: str | None,
             retry: str | None,
-            trace: str | None, sandbox: str | None, no_save: bool, executor: str | None,
-            ray_address: str | None,
+            trace: str | None, sandbox: str | None, allow_image_change: bool, no_save: bool,
+            executor: str | None, ray_address: str | None,
             compare_prev: bool, keep_worktrees: bool, no_canaries: bool, as_json: bool) -> None:
     """Run agents on golden tasks; every event goes to the journal."""
     if ray_address and executor == "local":
@@ -241,7 +246,7 @@ def run_cmd(ctx: Ctx, tiers: tuple[str, ...], task_ids: tuple[str, ...], agents:
                          resume=resume, retry=retry,
                          executor=executor, ray_address=ray_address,
                          keep_worktrees=keep_worktrees, agent_base_url=agent_base_url,
-                         canaries=not no_canaries)
+                         canaries=not no_canaries, allow_image_change=allow_image_change)
     progress = LineProgress(quiet=True) if as_json else (
         BarProgress() if sys.stderr.isatty() else LineProgress())
     if no_save:

@@ -14,7 +14,10 @@ Per run:
   names (``attestation-binding``), and the result entries it binds are the journal's, by leaf
   hash (``results-binding``);
 - ``view-replay``: every recorded view recomputed from the entries before it by the evaluator
-  that recorded it (evaluators/registry.py), field by field.
+  that recorded it (evaluators/registry.py), field by field;
+- ``environment-binding``: every image digest an attestation binds (``environment.digests``, the
+  images the attempt's boxes ran) is the digest of an ``environment.ready`` entry the run
+  journaled for the attempt's task before the attempt began.
 """
 
 from __future__ import annotations
@@ -98,6 +101,42 @@ def _check_attestation(e: Entry, public_key: Any, root_at: Callable[[int], bytes
                                     "the signed digest", seq=e.seq, expected=results["digest"], computed=got)
 
 
+def _ready_digests(run_entries: Iterable[Entry]) -> dict[str | None, list[tuple[int, str]]]:
+    """Per task, (seq, digest) of every ``environment.ready`` entry of the run."""
+    out: dict[str | None, list[tuple[int, str]]] = {}
+    for e in run_entries:
+        if e.kind == "environment.ready" and isinstance(e.data.get("digest"), str):
+            out.setdefault(e.task, []).append((e.seq, e.data["digest"]))
+    return out
+
+
+def _check_environment(att: Mapping[str, Any], ready: Mapping[str | None, list[tuple[int, str]]]) -> None:
+    """Raise when a digest the attestation binds is not its task's ``environment.ready`` one."""
+    env = att.get("environment")
+    if not isinstance(env, Mapping):
+        return
+    first = att["range"]["first_seq"]
+    journaled = {d for seq, d in ready.get(att["task"], ()) if seq < first}
+    for digest in env.get("digests") or ():
+        if digest not in journaled:
+            raise VerificationError(
+                "environment-binding", "the attempt ran in an image whose digest is not the one the "
+                "run made ready for its task (environment.ready)", expected=", ".join(sorted(journaled))
+                or "an environment.ready entry", computed=str(digest))
+
+
+def _environment_finding(e: Entry, ready: Mapping[str | None, list[tuple[int, str]]], run_id: str,
+                         add: Callable[[AuditFinding], None]) -> None:
+    """The ``environment-binding`` finding of attestation entry ``e`` (checked on its own: a
+    rewritten journal fails the other checks too, and this one still names the image)."""
+    att = e.data.get("attestation")
+    try:
+        if isinstance(att, Mapping) and isinstance(att.get("range"), Mapping):
+            _check_environment(att, ready)
+    except VerificationError as exc:
+        add(AuditFinding(exc.check, e.seq, run_id, f"attestation of {e.data.get('attempt')}: {exc}"))
+
+
 def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                root_at: Callable[[int], bytes | None],
                verified_notes: Mapping[str, Any] | None = None,
@@ -134,6 +173,7 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
                     add(AuditFinding("view-replay", v.seq, run_id, f"the recorded {v.evaluator} view "
                                      f"differs from a replay in {v.diff_count} field(s) (first: {first})"))
         by_seq = {e.seq: e for e in run_entries if e.kind in RESULT_KINDS}
+        ready = _ready_digests(run_entries)
         for e in run_entries:
             if e.kind != "attestation" or e.seq in injected:
                 continue
@@ -145,5 +185,6 @@ def audit_runs(entries: Iterable[Entry], *, public_key: Any,
             except LedgerError as exc:
                 add(AuditFinding("attestation-format", e.seq, run_id,
                                  f"attestation of {e.data.get('attempt')}: {exc}"))
+            _environment_finding(e, ready, run_id, add)
     report.findings.sort(key=lambda f: f.seq)
     return report

@@ -48,7 +48,8 @@ KNOWN_KINDS = frozenset({
 # among ``entries.unknown`` as it always has, so views recorded before stay replayable; readers
 # name them as the harness's own, never unknown.
 UNSCORED_HARNESS_KINDS = frozenset({"model.request", "model.response", "net.response",
-                                    "grading.trace"})  # the attestation reads it, the score not
+                                    "grading.trace",  # the attestation reads it, the score not
+                                    "environment.ready", "environment.failed"})  # verify reads them
 JUDGE_DIMENSIONS = ("completeness", "accuracy", "actionability", "no_hallucinations")
 VERDICTS = ("CLEAN", "DIRTY", "UNOBSERVED")
 TEST_OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})

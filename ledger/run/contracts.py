@@ -32,6 +32,8 @@ class AttemptSettings:
     keep_worktree: bool = False
     sandbox: str = "none"  # the backend the coordinator resolved ``--sandbox`` to
     sandbox_hidden: tuple[str, ...] = ()  # folders no sandbox shows (the ledger home, the source)
+    image: Mapping[str, Any] | None = None  # the task's ``environment.ready`` data (container backends)
+    environment_error: str | None = None  # the task's image could not be made ready: nothing runs
     canaries: bool = True  # False: the run turned them off (the benchmark's baseline)
     grading_trace: bool = True  # False: grading not traced (the benchmark's baseline)
     limits: Mapping[str, Any] | None = None  # ``[limits]`` of ledger.toml
@@ -65,6 +67,8 @@ class AttemptSettings:
             keep_worktree=bool(config.get("keep_worktree")),
             sandbox=str(config.get("sandbox") or "none"),
             sandbox_hidden=tuple(str(h) for h in config.get("sandbox_hidden") or ()),
+            image=dict(config["image"]) if isinstance(config.get("image"), Mapping) else None,
+            environment_error=str(config["environment_error"]) if config.get("environment_error") else None,
             canaries=config.get("canaries", True) is not False,
             grading_trace=config.get("grading_trace", True) is not False,
             limits=config.get("limits"),

@@ -200,7 +200,12 @@ class Coordinator:
             "tier": slot.task.tier,
             "task_hash": slot.task.hash,
             "agent_extra": dict(slot.agent.extra.get(slot.task.id, {})),
+            "sandbox": p.sandbox_of(slot.task.id),
         }
+        env = p.environments.get(slot.task.id)
+        if env is not None:  # the task's image (run by id), or why it is not there
+            config["image" if not env.failed else "environment_error"] = (
+                dict(env.ready) if not env.failed else env.error)
         timeout = p.timeout_s if p.timeout_s is not None else slot.task.max_duration_s
         return AttemptPlan(
             run_id=p.run_id, attempt_id=slot.attempt_id(p.run_id), task_root=str(slot.task.root),
@@ -233,6 +238,13 @@ class Coordinator:
             raise
         executor.submit(plan)
         self.log.info("attempt.submitted", attempt=plan.attempt_id, node=placed.get("node"))
+
+    def _journal_environments(self) -> None:
+        """``environment.ready`` (or ``environment.failed``) of each task's image, made ready by
+        the plan, before the first attempt (ledger/run/environments.py)."""
+        for task_id, env in self.plan.environments.items():
+            kind, data = env.entry()
+            self.append(kind, data, task=task_id)
 
     def _journaled(self, attempt_id: str) -> bool:
         return attempt_id in self._started
@@ -288,6 +300,7 @@ class Coordinator:
         executor: Executor | None = None
         self.gate.install()
         try:
+            self._journal_environments()
             self.progress.start(p.run_id, len(queue))
             self.log.info("run.started", resumed=p.resumed, attempts=len(queue),
                           parallel=p.parallel, executor=executor_kind(self.req, self.cfg))

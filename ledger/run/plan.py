@@ -54,6 +54,7 @@ class RunRequest:
     agent_base_url: str | None = None  # --agent-base-url: every CLI preset's model endpoint
     canaries: bool = True  # --no-canaries: attempts get none (control runs, benchmark baseline)
     grading_trace: bool = True  # False: grading commands not under strace (the benchmark baseline)
+    allow_image_change: bool = False  # a task's image may differ from the digest it was validated with
 
 
 @dataclass(frozen=True)
@@ -98,18 +99,34 @@ def default_agents(config: LedgerConfig) -> tuple[list[str], str | None]:
     return [spec], note
 
 
-def _resolve_sandbox(requested: str, notes: list[str]) -> str:
-    """The sandbox backend of the run (``ledger.sandbox.registry.resolve``: a named backend that
-    cannot work here is exit 3); ``auto`` without one says, in one line, how to get isolation."""
+def _resolve_sandbox(requested: str, tasks: Sequence[Task], notes: list[str]) -> dict[str, str]:
+    """The sandbox backend of each task (``ledger.run.environments.task_backends``: a named
+    backend that cannot work here is exit 3, as is a task with an environment and no engine);
+    ``auto`` without isolation says, in one line, how to get it."""
+    from ledger.run.environments import task_backends
     from ledger.sandbox import registry
 
-    status = registry.resolve(requested)
-    if status.mode == "none" and requested == "auto":
-        note = f"warning: attempts run without isolation ({status.reason})"
-        notes.append(note)
-    elif status.mode != "none":  # say which isolation was used, not only its absence
-        notes.append(f"isolation: every attempt in a {status.reason} sandbox")
-    return status.mode
+    backends = task_backends(tasks, requested)
+    for mode in dict.fromkeys(backends.values()):
+        count = sum(1 for m in backends.values() if m == mode)
+        status = registry.resolve(mode)
+        every = "every attempt" if count == len(tasks) else f"the attempts of {count} task(s)"
+        if mode == "none" and requested == "auto":
+            notes.append(f"warning: {every} without isolation ({registry.resolve('auto').reason})")
+        elif mode != "none":  # say which isolation was used, not only its absence
+            where = " container" if registry.is_engine(mode) else " sandbox"
+            notes.append(f"isolation: {every} in a {status.reason}{where}")
+    return backends
+
+
+def run_sandbox(backends: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """(the run's ``sandbox``: the backend of most tasks, and ``sandbox_by_task``: the tasks that
+    run in another one, as the run records them; empty when every task runs in the same)."""
+    counts: dict[str, int] = {}
+    for mode in backends.values():
+        counts[mode] = counts.get(mode, 0) + 1
+    main = max(counts, key=lambda m: (counts[m], not m.startswith(("podman", "docker")))) if counts else "none"
+    return main, {t: m for t, m in backends.items() if m != main}
 
 
 def _sandbox_argv(agent: Any) -> tuple[list[str], bool]:
@@ -247,6 +264,12 @@ class RunPlan:
     resumed: bool = False
     notes: list[str] = field(default_factory=list)
     prior: list[Entry] = field(default_factory=list)  # a resumed run's entries, read once
+    sandboxes: dict[str, str] = field(default_factory=dict)  # task id -> its sandbox backend
+    environments: dict[str, Any] = field(default_factory=dict)  # task id -> environments.TaskEnvironment
+
+    def sandbox_of(self, task_id: str) -> str:
+        """The backend the attempts of ``task_id`` run in."""
+        return self.sandboxes.get(task_id) or str(self.config.get("sandbox") or "none")
 
 
 def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerConfig,
@@ -259,8 +282,9 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
     tasks = load_tasks(list(tiers) or None, list(task_ids) or None, overrides=home.golden_dir)
     if not tasks:
         raise TaskError(f"no tasks in tier(s) {', '.join(tiers)}")
-    refuse_unrunnable(tasks)
     notes: list[str] = []
+    backends = _resolve_sandbox(req.sandbox or cfg.run.sandbox or "auto", tasks, notes)
+    refuse_unrunnable([t for t in tasks if not _in_container(backends[t.id])])
     specs = list(req.agents)
     if not specs:
         specs, note = default_agents(cfg)
@@ -275,9 +299,10 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
     if trace not in TRACE_MODES:
         raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
     _check_trace(trace)
-    sandbox = _resolve_sandbox(req.sandbox or cfg.run.sandbox or "auto", notes)
-    if sandbox != "none":
-        _preflight_sandboxes(sandbox, agents, specs, hidden=[str(home.path)])
+    for mode in dict.fromkeys(backends.values()):
+        if mode != "none":
+            _preflight_sandboxes(mode, agents, specs, hidden=[str(home.path)])
+    sandbox, by_task = run_sandbox(backends)
     if repeat < 1 or parallel < 1:
         raise UsageError("--repeat and --parallel must be at least 1")
     if any(a.spec == "demo" for a in infos):
@@ -289,12 +314,35 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         "timeout_s": timeout, "trace": trace, "executor": executor_kind(req, cfg),
         "sandbox": sandbox,
     }
+    if by_task:  # recorded only when tasks differ: a run in one backend reads as it always has
+        config["sandbox_by_task"] = by_task
     if not req.canaries:  # recorded only when off: a run without canaries says so
         config["canaries"] = False
     if not req.grading_trace:  # likewise: its attempts' grading.trace says "off"
         config["grading_trace"] = False
     return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
-                 trace, notes=notes)
+                   trace, notes=notes, sandboxes=backends,
+                   environments=_environments(tasks, backends, req, notes))
+
+
+def _in_container(mode: str) -> bool:
+    from ledger.sandbox import registry
+
+    return registry.is_engine(mode)
+
+
+def _environments(tasks: Sequence[Task], backends: Mapping[str, str], req: RunRequest,
+                  notes: list[str]) -> dict[str, Any]:
+    """Each containerised task's image made ready before anything is journaled (built once,
+    cached); a build that failed is a note here and a harness error for its attempts."""
+    from ledger.run import environments
+
+    ready = environments.prepare(tasks, backends, allow_image_change=req.allow_image_change)
+    for env in ready.values():
+        if env.failed:
+            notes.append(f"warning: task {env.task_id}: its environment is not ready ({env.error}); "
+                         "its attempts end as harness errors")
+    return ready
 
 
 def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
@@ -372,14 +420,28 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
         ]
     timeout = req.timeout_s if req.timeout_s is not None else rec_cfg.get("timeout_s")
     _check_trace(req.trace or str(rec_cfg.get("trace", "auto")))
-    if rec_cfg.get("sandbox") not in (None, "none"):  # the run was isolated: its rest must be too
-        from ledger.sandbox import registry
-
-        registry.resolve(str(rec_cfg["sandbox"]))
+    backends = _resumed_sandboxes(rec_cfg, tasks)
+    running = {s.task.id for s in slots}
     plan = RunPlan(run_id, tasks, infos, slots, rec_cfg, repeat,
-                 req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
-                 req.trace or str(rec_cfg.get("trace", "auto")), resumed=True, prior=prior)
+                   req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
+                   req.trace or str(rec_cfg.get("trace", "auto")), resumed=True, prior=prior,
+                   sandboxes=backends,
+                   environments=_environments([t for t in tasks if t.id in running], backends, req, []))
     return plan, list(open_attempts)
+
+
+def _resumed_sandboxes(rec_cfg: Mapping[str, Any], tasks: Sequence[Task]) -> dict[str, str]:
+    """The backend each task of a resumed run recorded, checked on this machine: an isolated run's
+    rest must be isolated the same way (a backend that cannot work here is exit 3)."""
+    from ledger.sandbox import registry
+
+    main = str(rec_cfg.get("sandbox") or "none")
+    by_task = rec_cfg.get("sandbox_by_task") if isinstance(rec_cfg.get("sandbox_by_task"), Mapping) else {}
+    backends = {t.id: str(by_task.get(t.id, main)) for t in tasks}
+    for mode in dict.fromkeys(backends.values()):
+        if mode != "none":
+            registry.resolve(mode)
+    return backends
 
 
 def executor_kind(req: RunRequest, cfg: LedgerConfig) -> str:

@@ -1,12 +1,21 @@
 """The Sandbox backends by name, and how a requested ``--sandbox`` mode resolves on this machine.
 
-    names()            the registered backends, in registration order: ``bwrap``, ``none``, ...
-    modes()            what ``--sandbox`` and ``[run] sandbox`` accept: ``auto`` and every name
+    names()            the registered backends, in registration order: ``bwrap``, ``none``,
+                       ``podman``, ``docker``
+    modes()            what ``--sandbox`` and ``[run] sandbox`` accept: ``auto``, every name and
+                       ``container`` (whichever container engine works here)
     get(name)          the backend (``ledger.sandbox.port.Sandbox``); an unknown name: UsageError
     resolve(requested) a ``SandboxStatus``: ``none`` is always there; a named backend that does
                        not work here is ``NothingToRun`` (exit 3) with its reason and install
                        hint; ``auto`` takes the first backend of ``AUTO`` that works, else
-                       ``none`` with one line saying how to get isolation
+                       ``none`` with one line saying how to get isolation; ``container`` the
+                       first engine of ``ENGINES`` that runs a container (its name is the mode)
+    resolve_for(requested, environment)
+                       the same for one task: a task with an ``environment`` resolves ``auto``
+                       as ``container`` (bubblewrap never runs a task's image)
+    is_engine(name)    whether the backend runs containers (it takes a task's image)
+    bound(name, image) the backend running ``image`` (a task's ``environment.ready`` record);
+                       the backend itself for one that takes no image
     register(backend)  add a backend (a module of ``ledger/sandbox/`` and one line below)
 
 ``SandboxStatus.mode`` is the backend name the run records (``[run] sandbox`` of the plan, the
@@ -16,11 +25,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ledger.errors import NothingToRun, UsageError
 from ledger.sandbox.port import Sandbox, SandboxStatus
 
 _BACKENDS: dict[str, Sandbox] = {}
 AUTO: tuple[str, ...] = ("bwrap",)  # what ``auto`` tries, in order, before ``none``
+CONTAINER = "container"  # the mode meaning whichever engine of ``ENGINES`` runs a container here
+ENGINES: tuple[str, ...] = ("podman", "docker")  # container backends, in the order tried
 
 
 def register(backend: Sandbox) -> None:
@@ -35,7 +49,21 @@ def names() -> tuple[str, ...]:
 
 
 def modes() -> tuple[str, ...]:
-    return ("auto", *_BACKENDS)
+    return ("auto", *_BACKENDS, CONTAINER)
+
+
+def is_engine(name: str) -> bool:
+    """Whether backend ``name`` runs containers (a task's image), as ``podman`` and ``docker``."""
+    return name in ENGINES and name in _BACKENDS
+
+
+def bound(name: str, image: Mapping[str, Any] | None) -> Sandbox:
+    """Backend ``name``; a container backend bound to ``image`` (``environment.ready``'s data:
+    ``image``, ``image_id``, ``digest``) when one is given."""
+    backend = get(name)
+    if image and is_engine(name):
+        return backend.for_image(image)  # type: ignore[attr-defined,no-any-return]
+    return backend
 
 
 def get(name: str) -> Sandbox:
@@ -49,8 +77,34 @@ def _hint(backend: Sandbox) -> str:
     return str(getattr(backend, "hint", "") or "")
 
 
+def _container() -> SandboxStatus:
+    """The first engine backend that runs a container here; else ``NothingToRun`` with why."""
+    reasons: list[str] = []
+    for name in ENGINES:
+        backend = _BACKENDS.get(name)
+        if backend is None:
+            continue
+        av = backend.available()
+        if av.ok:
+            return SandboxStatus(CONTAINER, name, av.reason, av.version)
+        reasons.append(av.reason)
+    hint = next((_hint(_BACKENDS[n]) for n in ENGINES if n in _BACKENDS), "")
+    why = "; ".join(dict.fromkeys(reasons)) or "no engine backend is registered"
+    raise NothingToRun(f"no container engine works here: {why}" + (f"; {hint}" if hint and hint not in why
+                                                                   else ""))
+
+
+def resolve_for(requested: str, environment: bool) -> SandboxStatus:
+    """``resolve`` for one task: with an ``environment`` ``auto`` means ``container``."""
+    if environment and requested == "auto":
+        return resolve(CONTAINER)
+    return resolve(requested)
+
+
 def resolve(requested: str) -> SandboxStatus:
-    """Resolve ``auto`` or a backend name on this machine (see the module docstring)."""
+    """Resolve ``auto``, ``container`` or a backend name on this machine (the module docstring)."""
+    if requested == CONTAINER:
+        return _container()
     if requested != "auto" and requested not in _BACKENDS:
         raise UsageError(f"unknown sandbox mode {requested!r}; use one of {', '.join(modes())}")
     if requested == "none":
@@ -78,12 +132,16 @@ def resolve(requested: str) -> SandboxStatus:
 
 def _register_builtin() -> None:
     from ledger.sandbox.bubblewrap import BwrapSandbox
+    from ledger.sandbox.container.backend import ContainerSandbox
     from ledger.sandbox.local import LocalSandbox
 
     register(BwrapSandbox())
     register(LocalSandbox())
+    for engine in ENGINES:
+        register(ContainerSandbox(engine))
 
 
 _register_builtin()
 
-__all__ = ["AUTO", "SandboxStatus", "get", "modes", "names", "register", "resolve"]
+__all__ = ["AUTO", "CONTAINER", "ENGINES", "SandboxStatus", "bound", "get", "is_engine", "modes", "names",
+           "register", "resolve", "resolve_for"]

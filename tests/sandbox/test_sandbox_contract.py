@@ -36,6 +36,8 @@ def sandbox(request: pytest.FixtureRequest) -> Any:
 
 
 def test_the_builtin_backends_are_registered() -> None:
-    """``none`` and ``bwrap`` are there, and ``--sandbox`` accepts ``auto`` and each name."""
-    assert {"none", "bwrap"} <= set(registry.names())
-    assert registry.modes() == ("auto", *registry.names())
+    """``none``, ``bwrap`` and the container engines are there, and ``--sandbox`` accepts
+    ``auto``, each name and ``container`` (whichever engine works)."""
+    assert {"none", "bwrap", "podman", "docker"} <= set(registry.names())
+    assert registry.modes() == ("auto", *registry.names(), "container")
+    assert [n for n in registry.names() if registry.is_engine(n)] == ["podman", "docker"]

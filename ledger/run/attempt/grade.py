@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ledger.sandbox.port import Box
 
 
-def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
+def _capture(att: Attempt, tree: Workspace, sandboxed: bool, traceable: bool = True) -> Any:
     """The grading capture of ``tree`` (``ledger.run.attempt.gradetrace``): on when the attempt's
     trace mode is strace (the agent's capture) unless the run turned it off (``grading_trace:
     false``, the benchmark's baseline), its scope the tree and the hidden paths."""
@@ -34,7 +34,8 @@ def _capture(att: Attempt, tree: Workspace, sandboxed: bool) -> Any:
     scope = grading_scope(tree=tree.worktree, hidden_dir=task.hidden_tests_dir,
                           private=[tree.home, tree.scratch], secret=hidden_for(task, att.settings))
     on = resolve_trace(att.plan.trace)[0] == "strace" and att.settings.grading_trace
-    return GradingCapture(scratch=tree.scratch, scope=scope, sandboxed=sandboxed, enabled=on)
+    return GradingCapture(scratch=tree.scratch, scope=scope, sandboxed=sandboxed, enabled=on,
+                          traceable=traceable)
 
 
 @contextlib.contextmanager
@@ -44,7 +45,8 @@ def limited(att: Attempt, box: Box, tree: Workspace) -> Iterator[Boxed]:
     into, then the ``grading.trace`` entry (when every grading command ran: a box that never
     started is ``sandbox.failed`` instead). Closes the box."""
     enf = box.enforcement(attempt_limits(att.settings, att.task), label="grading")
-    capture = _capture(att, tree, sandboxed=box.isolated)
+    capture = _capture(att, tree, sandboxed=box.isolated,
+                       traceable=getattr(box, "captures_trace", True) is not False)
     try:
         yield Boxed(box, limits=enf, redact=att.redact, capture=capture)
         hits = enf.hits()

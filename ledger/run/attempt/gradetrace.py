@@ -267,12 +267,15 @@ class GradingCapture:
     """The grading commands of one attempt under strace; ``record()`` is ``grading.trace``.
 
     ``enabled`` False (the run's trace mode is not strace): commands run as they are, and the
-    record says ``status: "off"``."""
+    record says ``status: "off"``. ``traceable`` False (a box whose commands a tracer outside
+    cannot follow: a container's, ``Box.captures_trace``): they run untraced and the record says
+    ``status: "not-captured"`` (the attestation's grading is then not observed)."""
 
     def __init__(self, *, scratch: Path, scope: Scope, enabled: bool,
-                 sandboxed: bool) -> None:
+                 sandboxed: bool, traceable: bool = True) -> None:
         self.scratch, self.scope = scratch, scope
-        self.enabled, self.sandboxed = enabled, sandboxed
+        self.requested = enabled
+        self.enabled, self.sandboxed = enabled and traceable, sandboxed
         self._runs: list[tuple[str, Path, str, bool]] = []
         self._facts: list[dict[str, Any]] = []
         self._handed = 0  # runs handed to a parse (the commands run one after the other)
@@ -332,7 +335,7 @@ class GradingCapture:
     def record(self) -> dict[str, Any]:
         """The data of the ``grading.trace`` entry."""
         if not self.enabled:
-            return {"status": "off", "commands": []}
+            return {"status": "not-captured" if self.requested else "off", "commands": []}
         self._finish_all()
         status = "failed" if any(c["status"] != "strace" for c in self._facts) else "strace"
         if not self._facts:

@@ -111,7 +111,10 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
 
         out.entry("canary.commitment", {"canaries": commit(canaries)})
     timeout = settings.test_timeout_s
-    return Attempt(plan, settings, task, agent, ws, out, redact, sandbox.backend, confined,
+    from ledger.sandbox.registry import bound
+
+    backend = bound(sandbox.mode, settings.image)  # a container backend runs the task's image
+    return Attempt(plan, settings, task, agent, ws, out, redact, backend, confined,
                    DEFAULT_TEST_TIMEOUT_S if timeout is None else timeout), canaries
 
 

@@ -70,8 +70,11 @@ def resolve_sandbox(settings: AttemptSettings) -> SandboxStatus:
     """The backend the coordinator resolved ``--sandbox`` to, checked on this node
     (``ledger.sandbox.registry.resolve``: a named backend that does not work here is
     ``NothingToRun``, exit 3)."""
+    from ledger.errors import EngineFailed
     from ledger.sandbox.registry import resolve
 
+    if settings.environment_error:  # the run could not make the task's image: a harness error
+        raise EngineFailed(f"the task's environment is not ready: {settings.environment_error}")
     return resolve(settings.sandbox)
 
 

@@ -35,7 +35,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,11 +43,13 @@ from typing import Any
 from ledger.errors import LedgerError
 from ledger.sandbox.attempt_boxes import agent_setup, grading_policy, inner_command
 from ledger.sandbox.container import engine as engines
+from ledger.sandbox.outcomes import FD_ENV
 from ledger.sandbox.paths import SYSTEM_PATHS, under
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
 
 INNER_PYTHON = "/usr/bin/python3"  # the image's interpreter that runs the forwarder
+_CHANNEL_FD = 3  # the outcome channel's fd inside a container (``--preserve-fds=1``)
 _ENGINE_ERROR = ("Error: ", "error: ", "OCI runtime", "runc create failed", "crun:")
 
 
@@ -84,6 +86,14 @@ class ContainerEnforcement:
 
     def close(self) -> None:
         return None
+
+
+def _dup_to(fd: int, target: int) -> Callable[[], None]:
+    """A pre-exec hook putting ``fd`` at ``target`` in the child (inheritable)."""
+    def dup() -> None:
+        if fd != target:
+            os.dup2(fd, target)
+    return dup
 
 
 def _is_system(path: str) -> bool:
@@ -142,8 +152,10 @@ class ContainerBox:
     captures_trace = False  # strace of the engine client sees nothing of the container
 
     def __init__(self, engine: engines.Engine, image: str, policy: SandboxPolicy, *, home: str, scratch: str,
-                 proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None) -> None:
+                 proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None,
+                 record: Mapping[str, Any] | None = None) -> None:
         self.engine, self.image, self.policy = engine, image, policy
+        self.record = dict(record or {})
         self.backend = engine.name
         self.purpose = policy.purpose
         self.home, self.scratch = home, scratch
@@ -166,6 +178,7 @@ class ContainerBox:
         data = self.policy.as_data()
         data.update(backend=self.backend, image=self.image, uid=SANDBOX_UID, trace="not captured",
                     namespaces=["pid", "mount", "ipc", "uts", "net", "cgroup"])
+        data.update({k: v for k, v in self.record.items() if k in ("image_id", "digest")})
         return data
 
     def enforcement(self, limits: Any, *, label: str) -> ContainerEnforcement:
@@ -197,10 +210,19 @@ class ContainerBox:
                  f"--workdir={self.policy.cwd}", *mounts(self.policy, *self._stubs())]
         if isinstance(limits, ContainerEnforcement):
             flags += limits.flags()
+        preexec, keep = None, ()
+        report_fd = inner_env.get(FD_ENV)
+        if report_fd is not None and report_fd.isdigit():
+            # The outcome channel (an inherited pipe) reaches the container as its fd 3: the
+            # client's child gets it there (dup2 between fork and exec), the engine passes it on.
+            flags.append("--preserve-fds=1")
+            inner_env[FD_ENV] = str(_CHANNEL_FD)
+            preexec, keep = _dup_to(int(report_fd), _CHANNEL_FD), (_CHANNEL_FD,)
         for key in sorted(inner_env):
             flags.append(f"--env={key}")  # the value comes from the engine's own environment
         client_env = {**os.environ, **self.engine.env, **inner_env}
-        return Confined(argv=(self.engine.path, *flags, self.image, *inner), env=client_env)
+        return Confined(argv=(self.engine.path, *flags, self.image, *inner), env=client_env,
+                        pass_fds=keep, preexec=preexec)
 
     def _stubs(self) -> tuple[Path | None, Path]:
         """(the /root stand-in or None, the empty folder of the masks), made once per box."""
@@ -271,14 +293,25 @@ class ContainerSandbox:
 
     hint = engines.INSTALL_HINT
 
-    def __init__(self, name: str = "podman", image: str = engines.BASE_IMAGE) -> None:
+    def __init__(self, name: str = "podman", image: str = engines.BASE_IMAGE,
+                 record: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.image = image
+        self.record = dict(record or {})  # the image's id and digest (``environment.ready``)
         self._available: Availability | None = None
 
-    def for_image(self, image: str) -> ContainerSandbox:
-        """The same backend running ``image`` (a task's ``Ready.ref``)."""
-        bound = ContainerSandbox(self.name, image)
+    def for_image(self, image: str | Mapping[str, Any]) -> ContainerSandbox:
+        """The same backend running ``image``: a reference, or a task's ``environment.ready``
+        data (``Ready.as_data()``), whose image id is what runs (a tag moved later cannot
+        change the image) and whose id and digest the boxes record."""
+        if isinstance(image, str):
+            bound = ContainerSandbox(self.name, image)
+        else:
+            ref = str(image.get("image_id") or image.get("image") or "")
+            if not ref:
+                raise LedgerError("an environment.ready record without an image")
+            bound = ContainerSandbox(self.name, ref, {k: image[k] for k in ("image", "image_id", "digest")
+                                                      if image.get(k)})
         bound._available = self._available
         return bound
 
@@ -298,7 +331,8 @@ class ContainerSandbox:
         made = agent_setup(request)  # the policy, and with an allowlist the proxy and forwarder
         try:
             return ContainerBox(self._engine(), self.image, made.policy, home=str(request.home),
-                                scratch=str(request.scratch), proxy=made.proxy, forward=made.forward)
+                                scratch=str(request.scratch), proxy=made.proxy, forward=made.forward,
+                                record=self.record)
         except BaseException:
             if made.proxy is not None:
                 made.proxy.close()
@@ -309,4 +343,4 @@ class ContainerSandbox:
             worktree=request.worktree, home=request.home, scratch=request.scratch, hidden=request.hidden,
             path_env=request.path_env, programs=request.programs, readable=request.readable, cwd=request.cwd)
         return ContainerBox(self._engine(), self.image, policy, home=str(request.home),
-                            scratch=str(request.scratch))
+                            scratch=str(request.scratch), record=self.record)
