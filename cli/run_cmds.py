@@ -214,8 +214,8 @@ def render_summary(s: RunSummary, saved: bool) -> str:
                    "engine works), a sandbox backend's name (required; exit 3 where it cannot "
                    "work) or none (docs/ENVIRONMENTS.md).")
 @click.option("--allow-image-change", is_flag=True,
-              help="Run a task whose image digest differs from the one it was validated with "
-                   "(refused otherwise, exit 2); recorded in environment.ready.")
+              help="Run a task whose image digest differs from the one its last `ledger tasks "
+                   "validate` ran in (refused otherwise, exit 2); recorded in environment.ready.")
 @click.option("--no-save", is_flag=True, help="Use a temporary journal, discarded afterwards.")
 @click.option("--executor", type=click.Choice(("local", "ray")),
               help="Where attempts run: local worker processes (default) or a Ray cluster "

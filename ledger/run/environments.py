@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ledger.errors import EngineFailed, MalformedInput, NothingToRun, TaskError
@@ -92,14 +93,19 @@ def _request(task: Task) -> Any:
                         context=task.root / str(env.context or "."))
 
 
-def validated_digest(task: Task) -> str | None:
-    """The image digest the task was validated with (``environment.digest``), or None. An image
-    named by digest (``name@sha256:...``) needs no check here: the engine finds only that one."""
-    env = task.environment
-    return env.digest if env is not None and env.digest else None
+def validated_digest(task: Task, validated_dir: Path | None) -> str | None:
+    """The image digest of the last passing ``ledger tasks validate`` of exactly this task
+    (``ledger.tasks.validations.validated_image``), or None (never validated in its image)."""
+    if validated_dir is None:
+        return None
+    from ledger.tasks.validations import validated_image
+
+    found = validated_image(validated_dir, task)
+    digest = found.get("digest") if found else None
+    return str(digest) if digest else None
 
 
-def _one(task: Task, backend: str, allow_image_change: bool) -> TaskEnvironment:
+def _one(task: Task, backend: str, allow_image_change: bool, validated_dir: Path | None) -> TaskEnvironment:
     from ledger.sandbox.container import engine as engines
     from ledger.sandbox.container.images import ImageBuildFailed, ensure_image
 
@@ -112,7 +118,7 @@ def _one(task: Task, backend: str, allow_image_change: bool) -> TaskEnvironment:
         return TaskEnvironment(task.id, backend, error=str(exc), log_tail=exc.log_tail)
     except (EngineFailed, MalformedInput) as exc:
         return TaskEnvironment(task.id, backend, error=str(exc))
-    expected = validated_digest(task)
+    expected = validated_digest(task, validated_dir)
     if expected is not None and expected not in (ready["digest"], ready["image_id"]):
         if not allow_image_change:
             raise TaskError(f"task {task.id}: its image is {ready['digest']}, not {expected} it was "
@@ -121,8 +127,8 @@ def _one(task: Task, backend: str, allow_image_change: bool) -> TaskEnvironment:
     return TaskEnvironment(task.id, backend, ready=ready)
 
 
-def prepare(tasks: Sequence[Task], backends: Mapping[str, str], *,
-            allow_image_change: bool = False) -> dict[str, TaskEnvironment]:
+def prepare(tasks: Sequence[Task], backends: Mapping[str, str], *, allow_image_change: bool = False,
+            validated_dir: Path | None = None) -> dict[str, TaskEnvironment]:
     """Every containerised task's image made ready (see the module docstring); in task order."""
     from ledger.sandbox import registry
 
@@ -130,7 +136,7 @@ def prepare(tasks: Sequence[Task], backends: Mapping[str, str], *,
     for task in tasks:
         backend = backends.get(task.id, "none")
         if task.environment is not None and registry.is_engine(backend):
-            out[task.id] = _one(task, backend, allow_image_change)
+            out[task.id] = _one(task, backend, allow_image_change, validated_dir)
     return out
 
 

@@ -322,7 +322,7 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         config["grading_trace"] = False
     return RunPlan(new_run_id(now, rng), tasks, infos, slots, config, repeat, parallel, timeout,
                    trace, notes=notes, sandboxes=backends,
-                   environments=_environments(tasks, backends, req, notes))
+                   environments=_environments(home, tasks, backends, req, notes))
 
 
 def _in_container(mode: str) -> bool:
@@ -331,13 +331,14 @@ def _in_container(mode: str) -> bool:
     return registry.is_engine(mode)
 
 
-def _environments(tasks: Sequence[Task], backends: Mapping[str, str], req: RunRequest,
+def _environments(home: LedgerHome, tasks: Sequence[Task], backends: Mapping[str, str], req: RunRequest,
                   notes: list[str]) -> dict[str, Any]:
     """Each containerised task's image made ready before anything is journaled (built once,
     cached); a build that failed is a note here and a harness error for its attempts."""
     from ledger.run import environments
 
-    ready = environments.prepare(tasks, backends, allow_image_change=req.allow_image_change)
+    ready = environments.prepare(tasks, backends, allow_image_change=req.allow_image_change,
+                                 validated_dir=home.validated_dir)
     for env in ready.values():
         if env.failed:
             notes.append(f"warning: task {env.task_id}: its environment is not ready ({env.error}); "
@@ -426,7 +427,7 @@ def resume_plan(home: LedgerHome, journal: Journal, req: RunRequest,
                    req.parallel or int(rec_cfg.get("parallel", 1)), timeout,
                    req.trace or str(rec_cfg.get("trace", "auto")), resumed=True, prior=prior,
                    sandboxes=backends,
-                   environments=_environments([t for t in tasks if t.id in running], backends, req, []))
+                   environments=_environments(home, [t for t in tasks if t.id in running], backends, req, []))
     return plan, list(open_attempts)
 
 

@@ -365,7 +365,6 @@ def parse_needs(raw: Any, where: str) -> tuple[str, ...]:
 _IMAGE_RE = re.compile(
     r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _WORKDIR_RE = re.compile(r"^\s*WORKDIR\s+(\S+)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -377,12 +376,9 @@ def dockerfile_workdir(text: str, default: str = "/app") -> str:
 
 def parse_environment(raw: Any, folder: Path, where: str) -> Environment:
     """``environment: {image: REF}`` or ``{dockerfile: PATH, context?: DIR}``, ``workdir?`` either way."""
-    spec = _exact_keys(raw, {"image", "dockerfile", "context", "workdir", "digest"}, set(), where)
+    spec = _exact_keys(raw, {"image", "dockerfile", "context", "workdir"}, set(), where)
     if ("image" in spec) == ("dockerfile" in spec):
         raise TaskError(f"{where}: give exactly one of image or dockerfile")
-    digest = spec.get("digest")
-    if digest is not None and not (isinstance(digest, str) and _DIGEST_RE.match(digest)):
-        raise TaskError(f"{where}.digest: expected sha256:<64 hex> (the validated image's digest), got {digest!r}")
     workdir = spec.get("workdir")
     if workdir is not None and (not isinstance(workdir, str) or not workdir.startswith("/")
                                 or ".." in PurePosixPath(workdir).parts or workdir == "/"):
@@ -394,7 +390,7 @@ def parse_environment(raw: Any, folder: Path, where: str) -> Environment:
         if not isinstance(image, str) or not _IMAGE_RE.match(image):
             raise TaskError(f"{where}.image: not an image reference (name[:tag] or name@sha256:<64 hex>): "
                             f"{image!r}")
-        return Environment(image=image, workdir=workdir or "/app", digest=digest)
+        return Environment(image=image, workdir=workdir or "/app")
     dockerfile = _rel_path(spec["dockerfile"], f"{where}.dockerfile")
     if not (folder / dockerfile).is_file():
         raise TaskError(f"{where}.dockerfile: {dockerfile} does not exist in the task folder")
@@ -405,5 +401,4 @@ def parse_environment(raw: Any, folder: Path, where: str) -> Environment:
     if not (folder / context).is_dir():
         raise TaskError(f"{where}.context: {context} is not a folder of the task")
     text = (folder / dockerfile).read_text(encoding="utf-8", errors="replace")
-    return Environment(dockerfile=dockerfile, context=context, workdir=workdir or dockerfile_workdir(text),
-                       digest=digest)
+    return Environment(dockerfile=dockerfile, context=context, workdir=workdir or dockerfile_workdir(text))

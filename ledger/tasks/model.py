@@ -33,21 +33,18 @@ class Environment:
     ``dockerfile`` is a path inside the task folder and ``context`` the build context folder
     (default: the Dockerfile's folder), both relative to the task folder. ``workdir`` is the task's
     own working folder in its image (the Dockerfile's last ``WORKDIR``, else ``/app``; recorded: the
-    container backend mounts the worktree at its host path, docs/ENVIRONMENTS.md). ``digest``
-    (``sha256:<64 hex>``): the image digest the task was validated with; ``ledger run`` refuses an
-    image with another one unless ``--allow-image-change``.
+    container backend mounts the worktree at its host path, docs/ENVIRONMENTS.md).
     """
 
     image: str | None = None
     dockerfile: str | None = None
     context: str | None = None
     workdir: str = "/app"
-    digest: str | None = None  # the image digest the task was validated with (``ledger run`` checks it)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"image": self.image} if self.image else {
             "dockerfile": self.dockerfile, "context": self.context}
-        return {**out, "workdir": self.workdir, **({"digest": self.digest} if self.digest else {})}
+        return {**out, "workdir": self.workdir}
 
 
 @dataclass(frozen=True)

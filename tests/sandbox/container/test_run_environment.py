@@ -183,20 +183,33 @@ def test_no_engine_refuses_before_anything_runs_exit_3(env_home: Path, monkeypat
 
 def test_an_image_changed_since_validation_is_refused_unless_allowed(
         podman: engine.Engine, env_home: Path, tmp_path: Path) -> None:
-    """The task records the digest it was validated with (`environment.digest`) and the image
-    built now has another: refused (exit 2, one line, no run); with --allow-image-change it runs
-    and environment.ready records that it was allowed."""
+    """The task's last passing validation (`ledger tasks validate`'s record) ran in an image with
+    another digest than the one built now (its base was rebuilt since, say): refused (exit 2, one
+    line, no run); with --allow-image-change it runs and environment.ready records that."""
+    from ledger.home import LedgerHome
+    from ledger.tasks.loader import load_task
+    from ledger.tasks.validations import ValidationRecord, record_path
+
     validated = "sha256:" + "0" * 64
-    _env_task(env_home, "t-moved", f"FROM {engine.BASE_IMAGE}\nRUN echo ENV-MARKER > /etc/ledger-env-marker\n",
-              environment={"digest": validated})
-    res = _ledger(env_home, "run", "--task", "t-moved", "--agent", _agent(tmp_path))
+    task = load_task(env_home / "golden" / "smoke" / "t-env")
+    path = record_path(LedgerHome(env_home).validated_dir, task.tier, task.id)
+    path.parent.mkdir(parents=True)
+    record = ValidationRecord(task.id, task.tier, task.hash, True, "podman", "2026-12-01T00:00:00Z",
+                              {"oracle": True}, {"digest": validated, "image_id": "sha256:" + "1" * 64})
+    path.write_text(json.dumps(record.as_dict()), encoding="utf-8")
+    res = _ledger(env_home, "run", "--task", "t-env", "--agent", _agent(tmp_path))
     assert res.exit_code == 2, res.output
     assert "--allow-image-change" in res.stderr and validated in res.stderr and "\n" not in res.stderr.strip()
     assert _runs(env_home) == []
-    res, summary, entries = _run(env_home, "t-moved", "--agent", _agent(tmp_path), "--allow-image-change")
+    res, summary, entries = _run(env_home, "t-env", "--agent", _agent(tmp_path), "--allow-image-change")
     [ready] = [e.data for e in entries if e.kind == "environment.ready"]
     assert ready["image_changed"] == {"validated": validated, "allowed": True}
     assert ready["digest"] != validated and summary["attempts"][0]["outcome"] == "passed", res.output
+    record = ValidationRecord(task.id, task.tier, task.hash, True, "podman", "2026-12-01T00:00:00Z",
+                              {"oracle": True}, {"digest": ready["digest"], "image_id": ready["image_id"]})
+    path.write_text(json.dumps(record.as_dict()), encoding="utf-8")  # validated with this very image
+    res, _summary, entries = _run(env_home, "t-env", "--agent", _agent(tmp_path))
+    assert res.exit_code == 0 and "image_changed" not in next(e.data for e in entries if e.kind == "environment.ready")
 
 
 def test_a_tampered_environment_digest_is_a_verify_finding(
@@ -223,17 +236,3 @@ def test_a_tampered_environment_digest_is_a_verify_finding(
     assert [f.check for f in report.findings if f.check == "environment-binding"] == ["environment-binding"]
     assert "sha256:" + "f" * 64 in next(f.message for f in report.findings if f.check == "environment-binding")
 
-
-def test_a_validated_digest_that_is_not_a_digest_is_one_clear_error(tmp_path: Path) -> None:
-    """`environment.digest` is the validated image's `sha256:<64 hex>`; anything else is a
-    TaskError naming the field (no engine needed)."""
-    from ledger.errors import TaskError
-    from ledger.tasks.loader import load_task
-
-    folder = _env_task(tmp_path, "t-bad-digest", "FROM scratch\n", environment={"digest": "sha256:abc"})
-    with pytest.raises(TaskError, match=r"environment\.digest: expected sha256:<64 hex>"):
-        load_task(folder)
-    good = "sha256:" + "ab" * 32
-    folder = _env_task(tmp_path / "ok", "t-digest", "FROM scratch\n", environment={"digest": good})
-    env = load_task(folder).environment
-    assert env is not None and env.digest == good and env.as_dict()["digest"] == good
