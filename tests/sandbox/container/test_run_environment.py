@@ -79,6 +79,13 @@ def env_home(podman: engine.Engine, tmp_path: Path, nonce: str) -> Iterator[Path
 
 
 def _agent(tmp: Path) -> str:
+    """The fixing agent in a folder the container's unprivileged user can reach (pytest's own
+    temporary folders are 0700)."""
+    import os
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="ledger-env-agent-"))
+    os.chmod(tmp, 0o755)
     path = tmp / "fix.sh"
     path.write_text(FIX_SH)
     path.chmod(0o755)
