@@ -76,8 +76,8 @@ def task_backends(tasks: Sequence[Task], requested: str) -> dict[str, str]:
     for task in tasks:
         mode = engine if task.environment is not None and engine is not None else plain
         if task.environment is not None and not registry.is_engine(str(mode)) and "container" in task.needs:
-            raise TaskError(f"task {task.id} needs a container and --sandbox {requested} runs none: "
-                            "use --sandbox auto, container, podman or docker")
+            raise NothingToRun(f"task {task.id} needs a container and --sandbox {requested} runs none: "
+                               "use --sandbox auto, container, podman or docker")
         out[task.id] = str(mode)
     return out
 

@@ -172,9 +172,10 @@ HARBOR = {
     "wordcount/tests/test_outputs.py": TEST_OUTPUTS,
     "wordcount/solution/solve.sh": "#!/bin/bash\ncat > /app/wordcount.py <<'EOF'\n" + WORDCOUNT_FIXED + "EOF\n",
     # Typical Harbor verifier: fetches its test runner from the network. Never tried on the host.
+    # (Its image builds offline: tests use no network, and the engine's builds would have some.)
     "fetches/task.toml": "version = \"1.0\"\n\n[agent]\ntimeout_sec = 60.0\n",
     "fetches/instruction.md": "Write hello to /app/out.txt.\n",
-    "fetches/environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nRUN apt-get update\n",
+    "fetches/environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nRUN mkdir -p /app\n",
     "fetches/tests/test.sh": """\
         #!/bin/bash
         curl -LsSf https://astral.sh/uv/install.sh | sh
@@ -264,8 +265,9 @@ def test_harbor_task_records_instruction_limits_grading_and_environment(harbor: 
     assert validate_task(task).ok and validate_task(tb).ok
 
 
-def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_are_refused(harbor: dict[str, Any]) -> None:
-    """Every runnable imported task: oracle passes, noop fails (reward file read); container tasks: run exits 3."""
+def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_need_a_container(harbor: dict[str, Any]) -> None:
+    """Every runnable imported task: oracle passes, noop fails (reward file read); a `needs:
+    container` task under `--sandbox bwrap`: exit 3, one line naming it, nothing journaled."""
     home = harbor["home"]
     result = ledger(home, "run", "--tier", "harbor", "--task", "wordcount", "--task", "tb-wordcount",
                     "--agent", "oracle", "--agent", "noop", "--trace", "none", "--json")
@@ -273,8 +275,46 @@ def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_are_refused(h
     got = {(a["task"], a["agent"]): a["outcome"] for a in json.loads(result.stdout)["attempts"]}
     assert got == {("wordcount", "oracle"): "passed", ("wordcount", "noop"): "failed",
                    ("tb-wordcount", "oracle"): "passed", ("tb-wordcount", "noop"): "failed"}
-    refused = ledger(home, "run", "--tier", "harbor", "--task", "fetches", "--agent", "oracle", "--trace", "none")
-    assert refused.exit_code == 3 and "fetches (needs container)" in refused.stderr
+    runs = _run_count(home)
+    refused = ledger(home, "run", "--tier", "harbor", "--task", "fetches", "--agent", "oracle", "--trace", "none",
+                     "--sandbox", "bwrap")
+    line = refused.stderr.strip()
+    assert refused.exit_code == 3, refused.output
+    assert "\n" not in line and "task fetches needs a container and --sandbox bwrap runs none" in line
+    assert "--sandbox auto, container, podman or docker" in line
+    assert _run_count(home) == runs
+
+
+def _run_count(home: Path) -> int:
+    from ledger.journal.journal import Journal
+
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        return len(list(j.entries(kind="run.started")))
+
+
+def test_harbor_container_task_runs_under_auto_where_an_engine_works(harbor: dict[str, Any]) -> None:
+    """Where a container runs, `--sandbox auto` runs the `needs: container` task in its image
+    (environment.ready journaled, the attempt graded): its verifier fetches its runner from the
+    network, which the container has none of, so even the oracle fails."""
+    from ledger.journal.journal import Journal
+    from ledger.sandbox.container import engine
+
+    probe = engine.probe()
+    if not probe.runs:
+        pytest.skip(probe.reason)
+    home = harbor["home"]
+    result = ledger(home, "run", "--tier", "harbor", "--task", "fetches", "--agent", "oracle", "--trace", "none",
+                    "--json")
+    assert result.exit_code in (0, 1), result.output
+    summary = json.loads(result.stdout)
+    [row] = summary["attempts"]
+    assert (row["task"], row["agent"], row["outcome"]) == ("fetches", "oracle", "failed"), row
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        entries = list(j.entries(run=summary["run"]))
+    [ready] = [e for e in entries if e.kind == "environment.ready"]
+    assert ready.task == "fetches" and ready.data["backend"] == probe.engine
+    [grading] = [e.data for e in entries if e.kind == "grading"]
+    assert grading["sandbox"]["image"] == ready.data["image_id"]
 
 
 # Container paths in shell scripts -> harness variables with the container path as default.
