@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ledger.run.attempt import run_suite, tool_env  # noqa: E402
+from ledger.commandenv import command_env  # noqa: E402
+from ledger.run.attempt import run_suite  # noqa: E402
 from ledger.run.workspace import create_workspace, install_hidden_tests  # noqa: E402
 from ledger.tasks.apply import apply_solution  # noqa: E402
 from ledger.tasks.loader import load_task  # noqa: E402
@@ -136,7 +137,7 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
 
         def run_bare() -> float:
             started = time.perf_counter()
-            subprocess.run(argv, cwd=prepared.worktree, env=tool_env(prepared), capture_output=True, check=False)
+            subprocess.run(argv, cwd=prepared.worktree, env=command_env(home=prepared.home, scratch=prepared.scratch), capture_output=True, check=False)
             return time.perf_counter() - started
 
         def run_graded() -> float:
@@ -147,7 +148,7 @@ def bench_grading(mined_dir: Path, repeats: int) -> dict[str, Any]:
                 install_hidden_tests(grade, task)
                 box = backend.grading_box(GradingRequest(
                     grade.worktree, grade.home, grade.scratch, hidden=tuple(hidden_paths(task.root)),
-                    path_env=tool_env(grade)["PATH"], programs=tuple(task_programs(task))))
+                    path_env=command_env(home=grade.home, scratch=grade.scratch)["PATH"], programs=tuple(task_programs(task))))
                 try:
                     result = run_suite(grade, "hidden", task.hidden_test_command, redact=redact,
                                        timeout=120.0, boxed=Boxed(box))

@@ -27,6 +27,7 @@ from typing import Any
 
 from ledger.agents.capture import bound_text
 from ledger.bench.confine import Confinement, confinement
+from ledger.commandenv import command_env
 from ledger.sandbox import paths
 from ledger.sandbox.port import GradingRequest
 from ledger.tasks.checks import run_command
@@ -56,13 +57,6 @@ def discover_tools() -> dict[str, str | None]:
     out: dict[str, str | None] = {name: find_tool(name) for name in ("ruff", "mypy", "tsc", "jest")}
     out["pytest"] = sys.executable  # run as ``python -m pytest``; present with this package
     return out
-
-
-def _env(home: Path) -> dict[str, str]:
-    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
-    return {"PATH": path, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
-            "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
 
 
 class CheckFolder:
@@ -102,7 +96,8 @@ class CheckFolder:
         """``argv`` in a fresh grading box over the folder: (exit code, seconds, timed out,
         output). A box that never ran the command gives exit 125 and the backend's message."""
         out = self.root / f"{log}.log"  # written from outside the box
-        env = _env(self.home)
+        # the checkers may load their plugins; NO_COLOR keeps their findings parsable
+        env = {**command_env(home=self.home, scratch=self.home, pytest_plugins=True), "NO_COLOR": "1"}
         box = self.confine.sandbox.grading_box(GradingRequest(
             worktree=self.work, home=self.home, scratch=self.scratch, hidden=self.confine.hidden,
             path_env=env["PATH"], programs=tuple(paths.outside_system([argv])), cwd=self.work))

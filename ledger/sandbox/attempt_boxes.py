@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.commandenv import command_env
 from ledger.errors import UsageError
 from ledger.sandbox.paths import (
     harness_package_dir,
@@ -35,19 +36,6 @@ from ledger.sandbox.paths import (
 )
 from ledger.sandbox.policy import PolicyRequest, SandboxPolicy, build_policy, under
 from ledger.sandbox.port import AgentRequest
-
-# Variables that would point the agent back at the operator's own folders.
-_HOME_VARS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-              "XDG_RUNTIME_DIR", "PIP_CACHE_DIR", "npm_config_cache", "VIRTUAL_ENV")
-
-
-def sandbox_env(env: Mapping[str, str], *, home: Path, scratch: Path) -> dict[str, str]:
-    """``env`` for inside: the fresh HOME and TMPDIR, no variable naming the operator's folders."""
-    out = {k: v for k, v in env.items() if k not in _HOME_VARS}
-    out["HOME"] = str(home)
-    for name in ("TMPDIR", "TMP", "TEMP"):
-        out[name] = str(scratch)
-    return out
 
 
 def copy_config(names: Sequence[str], *, home: Path, real_home: Path | None = None) -> list[str]:
@@ -152,10 +140,10 @@ def agent_setup(request: AgentRequest) -> AgentSetup:
 def inner_command(argv: Sequence[str], env: Mapping[str, str], *, policy: SandboxPolicy,
                   home: str, scratch: str, forward: tuple[str, tuple[int, ...]] | None,
                   python: str) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) as they run inside a box of ``policy``: ``sandbox_env`` with the policy's own
-    variables; with ``forward``, behind the forwarder run by ``python`` (the interpreter inside),
+    """(argv, env) as they run inside a box of ``policy``: ``env`` re-homed
+    (``ledger.commandenv``) with the policy's own variables; with ``forward``, behind the forwarder run by ``python`` (the interpreter inside),
     the proxy variables pointing at it."""
-    inner_env = sandbox_env(env, home=Path(home), scratch=Path(scratch))
+    inner_env = command_env(env, home=home, scratch=scratch, harness=False)
     inner_env.update(dict(policy.env))
     inner = list(argv)
     if forward is not None:
@@ -190,4 +178,4 @@ def grading_policy(*, worktree: Path, home: Path, scratch: Path, hidden: Sequenc
 
 __all__ = ["AgentSetup", "agent_policy", "agent_setup", "copy_config", "grading_policy", "inner_command",
            "harness_package_dir", "hidden_paths", "interpreter_paths", "packaged_tasks_dir",
-           "path_dirs", "sandbox_env"]
+           "path_dirs"]

@@ -39,7 +39,6 @@ import fnmatch
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
+from ledger.commandenv import command_env
 from ledger.errors import LedgerError, UsageError
 from ledger.tasks import apply, checks, runner
 from ledger.tasks.loader import iter_files, load_repo_history
@@ -102,22 +102,14 @@ class CommandResult:
     output: str = ""  # the whole output (kept in memory only, never in a check's detail)
 
 
-def command_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment task commands run with: this interpreter's bin dir first on PATH, no
-    inherited PYTHONPATH/PYTEST_ADDOPTS, no pytest plugin autoload (the tasks use core pytest
-    only, and autoloading every installed plugin costs more than the tests themselves). Inside a
-    task's environment (``runner.environment_of``): the image's PATH and nothing of this host's."""
-    if runner.environment_of() is not None and base is None:
-        # inside the task's environment: the image's programs, nothing of this host's environment
-        return {"PATH": runner.ENVIRONMENT_PATH, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    env = dict(os.environ if base is None else base)
-    for key in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONSTARTUP"):
-        env.pop(key, None)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    return env
+def task_env() -> dict[str, str]:
+    """The environment task commands run with (``ledger.commandenv``): this host's, with this
+    interpreter first on PATH and no pytest plugin autoload (the tasks use core pytest only,
+    and autoloading every installed plugin costs more than the tests themselves); inside a
+    task's environment (``runner.environment_of``) the image's PATH and nothing of this host's."""
+    if runner.environment_of() is not None:
+        return command_env(path=runner.ENVIRONMENT_PATH)
+    return command_env(os.environ)
 
 
 def resolve_argv(argv: Sequence[str]) -> list[str]:
@@ -143,7 +135,7 @@ def run_command(
     """Run a task command (argv list, or a shell string run by /bin/sh) in ``cwd``, through the
     run's own runner (``ledger.tasks.checks.run_command``: its own process group, killed on
     every exit path)."""
-    env = command_env()
+    env = task_env()
     env.update(extra_env or {})
     argv: list[str] = ["/bin/sh", "-c", command] if isinstance(command, str) else resolve_argv(command)
     # Through the runner of the caller's block (ledger.tasks.runner: confined where it asked).
@@ -408,7 +400,7 @@ def _validate_in(task: Task, base: Path) -> list[Check]:
     if task.solution.kind == "files":
         _copy_tree(task.solution_dir, work)
     else:
-        applied = apply.apply_solution(task, work, env=command_env())
+        applied = apply.apply_solution(task, work, env=task_env())
         checks.append(Check("solution-applies", applied.ok, applied.detail))
     if task.hidden_tests_patch is None:
         # A solution that writes into the hidden folder must not replace the hidden tests.

@@ -36,7 +36,6 @@ from ledger.run.attempt.commands import (
     python_argv,
     run_signal,
     run_suite,
-    tool_env,
 )
 from ledger.run.attempt.endpoints import (
     agent_endpoints,
@@ -52,5 +51,5 @@ _task_programs = task_programs  # the name ledger/tasks/isolation.py imports (un
 
 __all__ = ["run_attempt", "run_suite", "run_signal", "python_argv", "no_filter",
            "resolve_endpoints", "system_resolver", "static_resolver", "agent_endpoints",
-           "tool_env", "agent_readable", "harness_readable", "load_plan_task", "task_programs",
+           "agent_readable", "harness_readable", "load_plan_task", "task_programs",
            "sandbox_failed_data"]

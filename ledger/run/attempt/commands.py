@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.agents.capture import bound_text
 from ledger.agents.contracts import no_filter
+from ledger.commandenv import command_env
 from ledger.run.attempt.canaries import split_canaries
 from ledger.run.attempt.events import Redact
 from ledger.run.workspace import Workspace
@@ -34,24 +34,6 @@ if TYPE_CHECKING:
 MESSAGE_LIMIT = 500  # bytes of a test failure message
 MAX_TESTS = 2000  # per-test outcomes listed per suite (counts are always complete)
 DEFAULT_TEST_TIMEOUT_S = SIGNAL_TIMEOUT_S  # the limit tasks validate uses too (ledger.tasks.checks)
-
-
-def tool_env(ws: Workspace) -> dict[str, str]:
-    """The environment for tests and signals: the harness's Python first, a private HOME, and
-    none of the user's secrets."""
-    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
-    return {
-        "PATH": path,
-        "HOME": str(ws.home),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TMPDIR": str(ws.scratch),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "PYTHONIOENCODING": "utf-8",
-        # Task tests are plain pytest: the harness's own plugins (hypothesis, ...) are not loaded.
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    }
 
 
 def is_pytest(argv: Sequence[str]) -> bool:
@@ -144,7 +126,7 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
 
     boxed = boxed or unconfined(ws)
     argv = python_argv(command)
-    env = {**tool_env(ws), **(extra_env or {})}
+    env = {**command_env(home=ws.home, scratch=ws.scratch), **(extra_env or {})}
     log = ws.scratch / f"{label or suite}.log"
     if not is_pytest(argv):
         code, duration, timed_out = _run_boxed(boxed, argv, cwd=ws.worktree, env=env,
@@ -215,7 +197,7 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
     if sig.kind == "command":
         argv = signal_argv(sig)
         log = ws.scratch / f"signal-{index}.log"
-        env = tool_env(ws)
+        env = command_env(home=ws.home, scratch=ws.scratch)
         if python_c_code(argv) is not None:
             argv, more = wrapped(argv)
             channel = ReportChannel()

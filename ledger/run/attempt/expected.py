@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ledger.commandenv import command_env
 from ledger.errors import TaskError
-from ledger.run.attempt.commands import Boxed, is_pytest, python_argv, run_suite, tool_env
+from ledger.run.attempt.commands import Boxed, is_pytest, python_argv, run_suite
 from ledger.run.attempt.prepare import Attempt, commit_ground_truth, grading_box
 from ledger.run.workspace import create_grading_tree, install_hidden_tests, remove_tree
 
@@ -49,7 +50,7 @@ def _collect_hidden(att: Attempt) -> dict[str, Any]:
         tree = create_grading_tree(task, parent=ws.root)
         try:
             if source == "collected-with-solution":
-                apply_solution(task, tree.worktree, env=tool_env(tree))
+                apply_solution(task, tree.worktree, env=command_env(home=tree.home, scratch=tree.scratch))
             install_hidden_tests(tree, task)
             # in the backend's grading box (the redactor is this thread's own)
             boxed = Boxed(grading_box(att, tree),

@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ledger.commandenv import command_env
 from ledger.errors import TaskError
-from ledger.run.attempt.commands import tool_env
 from ledger.run.attempt.events import Out
 from ledger.run.contracts import AttemptPlan, AttemptSettings
 from ledger.run.workspace import Workspace, create_grading_tree
@@ -101,7 +101,7 @@ def grading_box(att: Attempt, tree: Workspace) -> Box:
     return att.sandbox.grading_box(GradingRequest(
         worktree=tree.worktree, home=tree.home, scratch=tree.scratch,
         hidden=tuple(hidden_for(att.task, att.settings)),
-        path_env=tool_env(tree).get("PATH", ""), programs=tuple(task_programs(att.task))))
+        path_env=command_env(home=tree.home, scratch=tree.scratch)["PATH"], programs=tuple(task_programs(att.task))))
 
 
 def prepare_grading(att: Attempt) -> tuple[Workspace, Box]:
