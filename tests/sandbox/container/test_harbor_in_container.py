@@ -3,8 +3,7 @@ level of the container boxes: the task's image built from its environment/Docker
 agent in a container of it over the worktree, then the verifier (tests/test.sh) in a fresh
 container with the tests mounted only then and the reward read from the verifier folder. The
 oracle passes, the noop fails, and a cheat that reads /tests (and the task's tests folder) before
-grading finds nothing there. `ledger run --sandbox podman` over these steps is not built yet
-(docs/ENVIRONMENTS.md)."""
+grading finds nothing there. The same task through `ledger run`: test_harbor_run.py."""
 
 from __future__ import annotations
 
