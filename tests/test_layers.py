@@ -130,7 +130,7 @@ def test_one_command_parser() -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("ledger", "ledger.argv", "ledger.errors", "ledger.log", "ledger.home", "ledger.safefs",
      "ledger.limits", "ledger.endpoints", "ledger.pathnames",
-     "ledger.spawn", "ledger.commandenv"),
+     "ledger.spawn", "ledger.commandenv", "ledger.textbound"),
     ("ledger.journal",),
     ("attest", "evaluators"),
     ("ledger.tasks", "ledger.sandbox", "ledger.agents", "ledger.environments"),

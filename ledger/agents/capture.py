@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ledger.agents.contracts import CaptureFilter, Event, ProcessOutcome
+from ledger.textbound import bound_text
 
 EVENT_TEXT_LIMIT = 64 * 1024
 REDACTED = "[REDACTED]"
@@ -45,14 +46,6 @@ def secret_redactor(secret_values: Iterable[str]) -> Callable[[str], str]:
 def redact_secrets(text: str, secret_values: Iterable[str]) -> str:
     """Replace each secret value (and anything shaped like a known API key) by ``[REDACTED]``."""
     return secret_redactor(secret_values)(text)
-
-
-def bound_text(text: str, limit: int) -> tuple[str, bool, int]:
-    """``(head, truncated, total_bytes)``: the first ``limit`` UTF-8 bytes, cut on a character."""
-    raw = text.encode("utf-8", "replace")
-    if len(raw) <= limit:
-        return text, False, len(raw)
-    return raw[:limit].decode("utf-8", "ignore"), True, len(raw)
 
 
 def _clean_value(value: Any, clean: Callable[[str], str]) -> Any:
@@ -154,5 +147,5 @@ def output_events(outcome: ProcessOutcome, output_limit: int = 64 * 1024,
     return events
 
 
-__all__ = ["EVENT_DEPTH", "EVENT_TEXT_LIMIT", "REDACTED", "bound_text", "make_cleaner",
+__all__ = ["EVENT_DEPTH", "EVENT_TEXT_LIMIT", "REDACTED", "make_cleaner",
            "output_events", "redact_secrets", "sanitize_event", "secret_redactor"]

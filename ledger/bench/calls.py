@@ -24,6 +24,7 @@ from ledger.agents.contracts import AttemptContext, Usage
 from ledger.bench.confine import Confinement, agent_box, confinement
 from ledger.errors import LedgerError
 from ledger.session import attempt_id
+from ledger.textbound import bound_text
 
 TEXT_LIMIT = 200_000  # characters of an answer kept in the journal (head + tail)
 PROMPT_LIMIT = 200_000
@@ -63,12 +64,12 @@ class CallResult:
     prompt_chars: int
 
     def record(self) -> dict[str, Any]:
-        text, cut, total = bound(self.text, TEXT_LIMIT)
+        text, cut, total = bound_text(self.text, TEXT_LIMIT, tail=0.1, unit="chars")
         return {
             "agent": self.agent, "round": self.round, "status": self.status, "error": self.error,
             "exit_code": self.exit_code, "signal": self.signal, "wall_s": round(self.wall_s, 6),
             "timed_out": self.status == "timeout", "text": text, "text_truncated": cut,
-            "text_chars": total, "stderr": bound(self.stderr, 4000, head=0)[0],
+            "text_chars": total, "stderr": bound_text(self.stderr, 4000, tail=1.0, unit="chars")[0],
             "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
             "tokens_source": self.tokens_source, "cost_usd": self.cost_usd,
             "cost_source": self.cost_source, "model": self.model, "format": self.format,
@@ -76,17 +77,6 @@ class CallResult:
             "prompt_sha256": self.prompt_sha256, "prompt_chars": self.prompt_chars,
             "events": len(self.events),
         }
-
-
-def bound(text: str, limit: int, head: int | None = None) -> tuple[str, bool, int]:
-    """``(kept, truncated, total chars)``: the first 90% and the last 10% of ``limit``."""
-    if len(text) <= limit:
-        return text, False, len(text)
-    h = int(limit * 0.9) if head is None else head
-    tail = limit - h
-    cut = len(text) - h - tail
-    kept = text[:h] + f"\n[... {cut} characters cut ...]\n" + (text[-tail:] if tail else "")
-    return kept, True, len(text)
 
 
 def estimate_tokens(text: str) -> int:
@@ -187,7 +177,7 @@ def call_agent(agent: Any, name: str, round_name: str, prompt: str, *, run_id: s
             agent.profile().model or name.split("-")[0], pricing=pricing)
         return CallResult(
             name, round_name, status, error, outcome.exit_code, outcome.signal, outcome.wall_s,
-            text, bound(outcome.stdout_text, STDOUT_LIMIT)[0], outcome.stderr_text,
+            text, bound_text(outcome.stdout_text, STDOUT_LIMIT, tail=0.1, unit="chars")[0], outcome.stderr_text,
             tin, tout, tokens_source, cost, cost_source, usage.model, answer.format,
             sorted(collected), outcome.orphans, list(outcome.events)[:ACTIVITY_LIMIT], digest,
             len(prompt))
@@ -214,4 +204,4 @@ def kill_run_processes(run_id: str) -> int:
     return killed
 
 
-__all__ = ["CallResult", "bound", "call_agent", "estimate_tokens", "kill_run_processes"]
+__all__ = ["CallResult", "call_agent", "estimate_tokens", "kill_run_processes"]

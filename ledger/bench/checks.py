@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger.agents.capture import bound_text
 from ledger.bench.confine import Confinement, confinement
 from ledger.commandenv import command_env
 from ledger.sandbox import paths
 from ledger.sandbox.port import GradingRequest
 from ledger.tasks.checks import run_command
+from ledger.textbound import bound_text
 
 OUTPUT_TAIL = 4000
 MESSAGE_LIMIT = 500  # bytes of a test failure message

@@ -13,7 +13,7 @@ from typing import Any
 from evaluators import bench_judge as jd
 from evaluators.facts import STUB_MARK, TODO_MARK
 from evaluators.responses import code_files, language_of
-from ledger.bench.calls import PROMPT_LIMIT, TEXT_LIMIT, CallResult, bound, call_agent
+from ledger.bench.calls import PROMPT_LIMIT, TEXT_LIMIT, CallResult, call_agent
 from ledger.bench.checks import corpus_check, discover_tools, run_agent_tests, static_checks
 from ledger.bench.confine import Confinement
 from ledger.bench.inputs import BenchTask
@@ -21,6 +21,7 @@ from ledger.bench.options import BenchOptions, Say
 from ledger.bench.panel import Contestant
 from ledger.home import LedgerHome
 from ledger.session import JournalWriter
+from ledger.textbound import bound_text
 
 NOT_STORED = "[task text not stored: --no-snapshot]"
 
@@ -136,7 +137,7 @@ class Rounds:
         for i, fut in enumerate(as_completed(futs), 1):
             author, rev = futs[fut]
             res = fut.result()
-            text, cut, total = bound(res.text, TEXT_LIMIT)
+            text, cut, total = bound_text(res.text, TEXT_LIMIT, tail=0.1, unit="chars")
             self.append("bench.review", {
                 "author": author, "reviewer": rev, "round": round_name, "status": res.status,
                 "error": res.error, "text": text, "text_truncated": cut, "text_chars": total,
@@ -237,7 +238,7 @@ class Rounds:
                     if self.opts.no_snapshot:  # the task text stays out of the journal
                         stored = jd.judge_prompt(NOT_STORED, {a: responses[a] for a in agents},
                                                  order, round_name).prompt
-                    prompt, cut, total = bound(stored, PROMPT_LIMIT)
+                    prompt, cut, total = bound_text(stored, PROMPT_LIMIT, tail=0.1, unit="chars")
                     record: dict[str, Any] = {
                         "call": call, "judge": judge_name, "family": judges[judge_name],
                         "round": round_name, "pass": pass_name, "seed": self.seed,
@@ -274,7 +275,7 @@ class Rounds:
         for i, fut in enumerate(as_completed(futs), 1):
             record = futs[fut]
             res = fut.result()
-            text, cut, total = bound(res.text, TEXT_LIMIT)
+            text, cut, total = bound_text(res.text, TEXT_LIMIT, tail=0.1, unit="chars")
             self.finish_judge_call(record, {
                 "call": record["call"], "judge": record["judge"], "round": record["round"],
                 "pass": record["pass"], "status": res.status, "error": res.error,

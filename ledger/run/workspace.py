@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ledger import safefs
-from ledger.agents.capture import bound_text
 from ledger.errors import TaskError
 from ledger.run.background import Background
 from ledger.run.gitobjects import initial_commit
 from ledger.tasks.model import Task
+from ledger.textbound import bound_text
 
 BASE_MESSAGE = "starting state"
 GIT_IDENTITY = {

@@ -10,7 +10,6 @@ import pytest
 
 from evaluators.leaderboard import leaderboard_from_entries, replay_leaderboard
 from ledger.bench import checks
-from ledger.bench.calls import bound
 from ledger.bench.inputs import task_from_prompt
 from ledger.bench.runner import BenchOptions, run_bench
 from ledger.home import LedgerHome
@@ -97,15 +96,6 @@ def test_agent_that_writes_files_instead_of_answering(env: BenchEnv, tmp_path: P
     resp = env.entries("bench.response")[0].data
     assert resp["files_collected"] == ["solution.py"]
     assert "# FILE: solution.py\ndef add(a, b):" in resp["text"]
-
-
-def test_bound_keeps_head_and_tail() -> None:
-    """Long texts keep 90% head and 10% tail with a marker; short ones are untouched."""
-    text = "a" * 900 + "b" * 200 + "c" * 100
-    kept, cut, total = bound(text, 1000)
-    assert cut and total == 1200 and kept.startswith("a" * 900) and kept.endswith("c" * 100)
-    assert "[... 200 characters cut ...]" in kept
-    assert bound("short", 1000) == ("short", False, 5)
 
 
 @pytest.mark.slow

@@ -16,11 +16,12 @@ import pytest
 
 from ledger.agents import resolve_agent
 from ledger.agents import strace as trace_mod
-from ledger.agents.capture import bound_text, output_events, redact_secrets, sanitize_event
+from ledger.agents.capture import output_events, redact_secrets, sanitize_event
 from ledger.agents.contracts import AttemptContext, Invocation, ProcessOutcome
 from ledger.agents.orphans import attempt_processes, parse_proc_stat, started_at
 from ledger.agents.process import _Stream, resolve_trace, run_agent_process
 from ledger.errors import UsageError
+from ledger.textbound import bound_text
 
 FAKES = Path(__file__).parent / "fakes"
 HAS_STRACE = shutil.which("strace") is not None

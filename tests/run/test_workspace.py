@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from ledger.agents.capture import bound_text
 from ledger.run.workspace import (
     BASE_MESSAGE,
     create_workspace,
@@ -21,6 +20,7 @@ from ledger.run.workspace import (
     take_diff,
 )
 from ledger.tasks.loader import HistoryCommit, load_task
+from ledger.textbound import bound_text
 
 
 def _task(tmp_path: Path, name: str = "tiny") -> Path:

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.agents.capture import bound_text
 from ledger.agents.contracts import AttemptContext
 from ledger.run.attempt.endpoints import RESOLVE_TIMEOUT_S, agent_endpoints, resolve_endpoints
 from ledger.run.attempt.events import Redact, limit_hits, sandbox_failed_data
@@ -25,6 +24,7 @@ from ledger.run.attempt.prepare import Attempt, attempt_limits, hidden_for, prep
 from ledger.run.background import Background
 from ledger.run.workspace import Workspace
 from ledger.tasks.model import Task
+from ledger.textbound import bound_text
 
 if TYPE_CHECKING:
     from ledger.sandbox.port import Box

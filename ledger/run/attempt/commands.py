@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.agents.capture import bound_text
 from ledger.agents.contracts import no_filter
 from ledger.commandenv import command_env
 from ledger.run.attempt.canaries import split_canaries
@@ -26,6 +25,7 @@ from ledger.tasks.checks import (  # the one runner and signal check (tasks vali
     signal_argv,
 )
 from ledger.tasks.model import Signal
+from ledger.textbound import bound_text
 
 if TYPE_CHECKING:
     from attest.canary import Derived
