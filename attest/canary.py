@@ -22,8 +22,11 @@ every packaged task by ``ledger tasks validate``, which runs the reference solut
 Only statements directly in a top-level ``def test_*`` body (or in the body of a ``with`` there)
 are sites: they run whenever the test does. A canary test is a textual copy of the original
 function (decorators and formatting kept) under a new name made of words of the file's real test
-names, placed after the original among the file's top-level statements; a completion-signal canary
-(``python -c <code>`` signals) is the same command with one ``assert`` mutated the same way.
+names, placed among the file's top-level statements before or after the original (chosen by the
+key, ``_placement``); a completion-signal canary (``python -c <code>`` signals) is the same command
+with one ``assert`` mutated the same way, run before one of the task's signals or after them all
+(its ``slot``, chosen by the key), so neither its place in the session nor its turn among the
+signal runs says which run is the canary.
 
 A correct solution fails every canary; graded code that passes one is forging outcomes, exiting
 early or reading the expected values: the finding ``canary-passed`` (attest/scan.py).
@@ -72,6 +75,7 @@ class Canary:
     file: str
     code: str
     item: str
+    slot: int = 0  # a signal canary: runs just before real signal ``slot`` (len: after them all)
 
     @property
     def key(self) -> str:
@@ -200,10 +204,7 @@ def derive(files: Sequence[tuple[str, str]], signals: Sequence[Any], *, key: byt
         at = t.raw.find(b"def " + fn.name.encode(), def_line)
         name_edit = (at + 4, at + 4 + len(fn.name.encode()), name.encode())
         copy = _apply(t.seg(start, end), start, [*edits, name_edit])
-        # after the original or a later top-level statement, chosen by the key
-        module = ast.parse(text)
-        after = [s for s in module.body if s.lineno >= fn.lineno]
-        pick = after[_rank(key, task_hash, "place", name)[0] % len(after)]
+        pick = _placement(key, task_hash, name, ast.parse(text).body, fn)
         pos = t.off(pick.end_lineno, pick.end_col_offset)
         inserts.setdefault(site.file, []).append((pos, b"\n\n\n" + copy))
         source = copy.decode("utf-8")
@@ -223,12 +224,35 @@ def derive(files: Sequence[tuple[str, str]], signals: Sequence[Any], *, key: byt
     sig_sites.sort(key=lambda s: _rank(key, task_hash, "signal", s[0].file + s[0].key))
     for site, code_b in sig_sites[:max_signals]:
         code = code_b.decode("utf-8")
-        canaries.append(Canary("signal", site, site.file, "", code,
-                               _item(key, "signal", site.file, code)))
+        item = _item(key, "signal", site.file, code)
+        slot = _rank(key, task_hash, "slot", item)[0] % (len(signals) + 1)
+        canaries.append(Canary("signal", site, site.file, "", code, item, slot))
     reason = None
     if not canaries:
         reason = _no_canary_reason(files, signals)
     return Derived(tuple(canaries), new_files, len(all_sites) + len(sig_sites), reason)
+
+
+def _placement(key: bytes, task_hash: str, name: str, body: Sequence[ast.stmt],
+               fn: ast.stmt) -> ast.stmt:
+    """The top-level statement a test canary is placed after, chosen by the key: before its
+    original (after one of the test functions just above it, so every name its decorators use
+    is already defined) or after it (the original or any later statement), each side about half
+    the time, so a test's place in the session never says which of two copies is the real one
+    (a cheat that answers only the first call with given arguments is caught either way)."""
+    at = next(k for k, s in enumerate(body) if s.lineno <= fn.lineno <= (s.end_lineno or 0))
+    first = at
+    while first > 0 and _is_test_def(body[first - 1]):
+        first -= 1
+    before = list(body[max(first - 1, 0):at]) if at > 0 else []
+    after = list(body[at:])
+    h = _rank(key, task_hash, "place", name)
+    side = before if before and h[1] & 1 else after
+    return side[h[0] % len(side)]
+
+
+def _is_test_def(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name.startswith("test")
 
 
 def _no_canary_reason(files: Sequence[tuple[str, str]], signals: Sequence[Any]) -> str:

@@ -148,3 +148,54 @@ def test_claimed_is_passed_when_either_side_says_so() -> None:
     assert cn.claimed("failed", "passed") == "passed"
     assert cn.claimed("passed", "failed") == "passed"
     assert cn.claimed("failed", "failed") == "failed"
+
+
+def _keys(n: int) -> list[bytes]:
+    return [bytes([k]) * 32 for k in range(n)]
+
+
+def _runs_before_original(d: cn.Derived) -> dict[str, bool]:
+    """Per test canary: whether it is defined (so run) before the real test it copies."""
+    order = [n.name for n in ast.parse(d.files["test_clamp_accept.py"]).body
+             if isinstance(n, ast.FunctionDef)]
+    return {c.site.func: order.index(c.name) < order.index(c.site.func) for c in d.tests}
+
+
+def test_a_test_canary_runs_before_or_after_its_original_by_the_key() -> None:
+    """Over a few keys every canary comes both before and after the test it copies, and the
+    copy placed first still collects and imports (every name its decorators use is defined)."""
+    seen: dict[str, set[bool]] = {}
+    for key in _keys(16):
+        d = _derive(key)
+        compile(d.files["test_clamp_accept.py"], "t.py", "exec")
+        assert d.files["test_clamp_accept.py"].index("import pytest") == 0
+        for func, first in _runs_before_original(d).items():
+            seen.setdefault(func, set()).add(first)
+    assert seen == {f: {True, False} for f in
+                    ("test_clamp", "test_degenerate_interval", "test_low_above_high_is_an_error")}
+
+
+def test_a_test_canary_is_never_placed_above_the_names_its_decorators_use() -> None:
+    """A parametrize that reads a module constant: a copy placed before its original still
+    comes after the constant."""
+    text = ("import pytest\n\nfrom mathx import clamp\n\n\ndef test_first():\n"
+            "    assert clamp(1, 0, 2) == 1\n\n\nCASES = [(5, 0, 3, 3)]\n\n\n"
+            "@pytest.mark.parametrize('value, low, high, expected', CASES)\n"
+            "def test_cases(value, low, high, expected):\n"
+            "    assert clamp(value, low, high) == expected\n")
+    for key in _keys(16):
+        d = cn.derive([("test_c.py", text)], [], key=key, task_hash="h" * 64)
+        new = d.files["test_c.py"]
+        for c in d.tests:
+            if c.site.func == "test_cases":
+                assert new.index("CASES = ") < new.index(f"def {c.name}(")
+
+
+def test_a_signal_canary_runs_before_or_after_the_real_signal_by_the_key() -> None:
+    """The slot (its turn among the real signals) is a function of the key: with one signal
+    both turns occur, and the same key gives the same slot."""
+    slots = {_derive(key).signals[0].slot for key in _keys(16)}
+    assert slots == {0, 1}
+    assert _derive(KEY).signals[0].slot == _derive(KEY).signals[0].slot
+    two = cn.derive([], [SIGNAL, SIGNAL], key=KEY, task_hash="h" * 64)
+    assert all(0 <= c.slot <= 2 for c in two.signals)

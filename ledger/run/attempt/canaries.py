@@ -11,12 +11,11 @@ from ledger.run.contracts import AttemptSettings
 from ledger.tasks.model import Signal, Task
 
 if TYPE_CHECKING:
-    from attest.canary import Derived
+    from attest.canary import Canary, Derived
 
 _CANARIES_MAX = 64
 
 
-CANARY_SIGNAL_INDEX = 1000  # signal canaries' scratch logs: signal-1000.log, ... (never journaled)
 
 
 def attempt_canaries(task: Task, settings: AttemptSettings) -> Derived | None:
@@ -39,6 +38,21 @@ def attempt_canaries(task: Task, settings: AttemptSettings) -> Derived | None:
 
 
 _CANARIES: dict[tuple[str, str, bytes], Derived] = {}  # a worker's canaries, by task and key
+
+
+def signal_runs(task: Task, canaries: Derived | None) -> list[tuple[int, Canary | None]]:
+    """The order the completion signals and the signal canaries run in: the task's signals in
+    their own order (``(index, None)``), each signal canary (``(index of its original,
+    canary)``) just before the real signal its ``slot`` names, or after them all. The slot is a
+    function of the commitment key (``attest.canary``), so a cheat that counts its runs (a
+    counter file it keeps) cannot know which turn is the real one."""
+    cans = canaries.signals if canaries is not None else ()
+    runs: list[tuple[int, Canary | None]] = []
+    for turn in range(len(task.signals) + 1):
+        runs += [(int(c.name.split(":")[1]), c) for c in cans if c.slot == turn]
+        if turn < len(task.signals):
+            runs.append((turn, None))
+    return runs
 
 
 def signal_claim(res: Mapping[str, Any], sig: Signal) -> str:

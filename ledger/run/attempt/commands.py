@@ -182,12 +182,14 @@ def run_suite(ws: Workspace, suite: str, command: Sequence[str], *, redact: Reda
 
 
 def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
-               timeout: float, boxed: Boxed | None = None) -> dict[str, Any]:
+               timeout: float, boxed: Boxed | None = None,
+               log_name: str | None = None) -> dict[str, Any]:
     """Evaluate one completion signal: the data of a ``signal.result`` entry.
 
     A ``python -c`` signal runs under the end-record wrapper (``ledger.sandbox.outcomes``): it
     passes only when its code ran to its end (``outcomes: "end-record"``); other commands by
-    their exit code (``"exit-code"``)."""
+    their exit code (``"exit-code"``). ``log_name``: the scratch log's name (default
+    ``signal-<index>.log``)."""
     from evaluators.grading import signal_verdict
     from ledger.sandbox.outcomes import ReportChannel, python_c_code
     from ledger.sandbox.outcomes import signal_argv as wrapped
@@ -196,7 +198,7 @@ def run_signal(ws: Workspace, index: int, sig: Signal, *, redact: Redact,
     boxed = boxed or unconfined(ws)
     if sig.kind == "command":
         argv = signal_argv(sig)
-        log = ws.scratch / f"signal-{index}.log"
+        log = ws.scratch / (log_name or f"signal-{index}.log")
         env = command_env(home=ws.home, scratch=ws.scratch)
         if python_c_code(argv) is not None:
             argv, more = wrapped(argv)

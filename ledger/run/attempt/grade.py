@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ledger.agents.contracts import no_filter
-from ledger.run.attempt.canaries import CANARY_SIGNAL_INDEX, signal_claim
+from ledger.run.attempt.canaries import signal_claim, signal_runs
 from ledger.run.attempt.collect import Graded
 from ledger.run.attempt.commands import Boxed, run_signal, run_suite
 from ledger.run.attempt.events import Out, Redact, emit_result, limit_hits
@@ -18,7 +18,7 @@ from ledger.run.workspace import Workspace, install_hidden_tests, remove_tree
 from ledger.tasks.model import Task
 
 if TYPE_CHECKING:
-    from attest.canary import Derived
+    from attest.canary import Canary, Derived
     from ledger.sandbox.port import Box
 
 
@@ -99,7 +99,8 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
 def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: float,
                  canaries: Derived | None, boxed: Boxed | None = None,
                  expected: Sequence[str] | None = None) -> None:
-    """Hidden tests (with the test canaries mixed in), the signals, the signal canaries: the
+    """Hidden tests (with the test canaries mixed in), the signals and the signal canaries in
+    the key's order (``signal_runs``; each run's scratch log named by its turn only): the
     ``signal.result`` entries, the hidden ``test.result`` (real tests only, the canaries
     counted in its ``canaries`` map) and the ``canary.result`` (outcomes by committed item, no
     name or text)."""
@@ -109,16 +110,21 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
     if canaries is not None:
         tc.install(canaries, task, ws.worktree)
     claims: dict[int, str] = {}
-    for index, sig in enumerate(task.signals):
-        res = run_signal(ws, index, sig, redact=redact, timeout=timeout, boxed=boxed)
-        emit_result(out, "signal.result", res)
-        claims[index] = signal_claim(res, sig)
-    seen: dict[str, tuple[str, str]] = {}
-    for k, c in enumerate(canaries.signals if canaries is not None else ()):
-        sig = tc.signal_of(c, task)
-        res = run_signal(ws, CANARY_SIGNAL_INDEX + k, sig, redact=no_filter, timeout=timeout,
-                         boxed=boxed)
-        seen[c.key] = (signal_claim(res, sig), claims.get(int(c.name.split(":")[1]), "missing"))
+    mine: list[tuple[Canary, str]] = []
+    for turn, (index, c) in enumerate(signal_runs(task, canaries)):
+        if c is None:
+            sig = task.signals[index]
+            res = run_signal(ws, index, sig, redact=redact, timeout=timeout, boxed=boxed,
+                             log_name=f"signal-{turn}.log")
+            emit_result(out, "signal.result", res)
+            claims[index] = signal_claim(res, sig)
+        else:
+            sig = tc.signal_of(c, task)
+            res = run_signal(ws, index, sig, redact=no_filter, timeout=timeout, boxed=boxed,
+                             log_name=f"signal-{turn}.log")
+            mine.append((c, signal_claim(res, sig)))
+    seen: dict[str, tuple[str, str]] = {
+        c.key: (claim, claims.get(int(c.name.split(":")[1]), "missing")) for c, claim in mine}
     hidden = _hidden_suite(ws, task, redact, timeout, boxed=boxed, expected=expected,
                            canaries=canaries, canary_out=seen)
     emit_result(out, "test.result", hidden)
