@@ -163,6 +163,7 @@ class BwrapSandbox:
 
     name = "bwrap"
     hint = INSTALL_HINT
+    isolated = True
 
     def available(self) -> Availability:
         ok, reason, version = probe_bwrap()

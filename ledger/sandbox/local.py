@@ -69,6 +69,7 @@ class LocalSandbox:
 
     name = "none"
     hint = ""
+    isolated = False
 
     def available(self) -> Availability:
         return Availability(True, "isolation disabled (--sandbox none)")

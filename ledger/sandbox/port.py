@@ -33,6 +33,8 @@ Using the port (``attempt``: ``ledger/run/attempt/``; ``ledger tasks``' command 
     ``box.readable()``  paths the confined command may read (the attestation's scope)
     ``box.writable()``  the folders it may write (the disk watch walks them)
     ``box.isolated``    False for ``none``: nothing is confined, orphans are swept by the caller
+    ``sandbox.isolated``  the same, asked of the backend before any box exists: a confining
+                        backend's attempt is graded in a fresh tree (``ledger/run/attempt/collect.py``)
     ``box.proxy``       the attempt's journaling proxy (``ledger.sandbox.net.Proxy``) or None
     ``box.captures_trace``  whether strace wrapped around ``command``'s argv sees the command's
                         own processes (False for a container engine's client): when it does not,
@@ -114,10 +116,6 @@ class SandboxStatus:
     mode: str  # a backend name: "bwrap" | "none" | ...
     reason: str
     version: str | None = None
-
-    @property
-    def isolation(self) -> str:
-        return "none" if self.mode == "none" else "sandbox"
 
     @property
     def backend(self) -> Sandbox:
@@ -234,6 +232,7 @@ class Sandbox(Protocol):
 
     name: str
     hint: str  # how to make it available (an install line), for the refusal's message
+    isolated: bool  # its boxes confine (every box's ``isolated``): False only for ``none``
 
     def available(self) -> Availability: ...
 

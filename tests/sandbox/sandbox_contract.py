@@ -108,6 +108,7 @@ def test_backend_and_boxes_implement_the_port(sandbox: Sandbox, tmp_path: Path) 
     for box in (agent_box(sandbox, f, ["/bin/true"]), grading_box(sandbox, f)):
         assert isinstance(box, Box)
         assert box.backend == sandbox.name
+        assert box.isolated is sandbox.isolated  # what the attempt asks before any box exists
         assert str(f.worktree) in box.writable()
         data = box.as_data()
         assert (data is None) is (not box.isolated)

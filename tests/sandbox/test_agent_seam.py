@@ -87,6 +87,7 @@ class RecordingSandbox:
 
     name = NAME
     hint = ""
+    isolated = False  # its boxes are the none backend's
 
     def __init__(self, refuse: str | None = None) -> None:
         self.refuse = refuse

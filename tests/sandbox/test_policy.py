@@ -91,7 +91,7 @@ def test_bwrap_mode_without_bubblewrap_is_exit_3(monkeypatch: pytest.MonkeyPatch
     assert err.value.exit_code == 3
     auto = sandbox_status("auto")
     assert auto.mode == "none" and "bubblewrap" in auto.reason
-    assert sandbox_status("none").isolation == "none"
+    assert sandbox_status("none").backend.isolated is False
 
 
 @needs_bwrap

@@ -31,7 +31,7 @@ def collect(att: Attempt, grading: tuple[Workspace, Box] | None
             ) -> tuple[dict[str, Any], Graded]:
     """``(diff, where to grade)``; ``grading``: the grading tree and box made ahead, if any."""
     diff = take_diff(att.ws, att.task.repo_dir, redact=att.redact)
-    if not att.confined:
+    if not att.sandbox.isolated:
         return diff, Graded(att.ws, grading_box(att, att.ws), own_tree=True, record=None)
     from ledger.sandbox.grading import apply_changes, graded_changes
 

@@ -97,10 +97,12 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
 
     task = load_plan_task(plan, settings)
     agent = resolve_plan_agent(plan, settings)
-    sandbox = resolve_sandbox(settings)
-    confined = sandbox.isolation == "sandbox"
+    from ledger.sandbox.registry import bound
+
+    # a container backend runs the task's image
+    backend = bound(resolve_sandbox(settings).mode, settings.image)
     out.phase("workspace")
-    ws = create_workspace(task, history=load_repo_history(task), shadow_git=confined)
+    ws = create_workspace(task, history=load_repo_history(task), shadow_git=backend.isolated)
     _CURRENT[plan.attempt_id] = ws
 
     commitment, redact = commit_ground_truth(task, settings)
@@ -111,10 +113,7 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
 
         out.entry("canary.commitment", {"canaries": commit(canaries)})
     timeout = settings.test_timeout_s
-    from ledger.sandbox.registry import bound
-
-    backend = bound(sandbox.mode, settings.image)  # a container backend runs the task's image
-    return Attempt(plan, settings, task, agent, ws, out, redact, backend, confined,
+    return Attempt(plan, settings, task, agent, ws, out, redact, backend,
                    DEFAULT_TEST_TIMEOUT_S if timeout is None else timeout), canaries
 
 
@@ -129,7 +128,7 @@ def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Box] | None,
     # tests run; those run, as the grading does, with a home and temp folder of their own (the
     # agent's config is being copied into its home meanwhile).
     job = (Background(prepare_ahead, att)
-           if att.confined and task.regression_command else None)
+           if att.sandbox.isolated and task.regression_command else None)
     # The hidden test ids are collected (when this worker has not yet for the task) while the
     # public tests run: two pytest processes, two cores.
     collecting = Background(expected_hidden, att)
@@ -138,7 +137,7 @@ def _before_agent(att: Attempt) -> tuple[Prepared, tuple[Workspace, Box] | None,
         if task.regression_command:  # tasks graded by test ids or a reward file have none
             out.phase("baseline")
             baseline = run_suite(
-                baseline_tree(ws) if att.confined else ws, "regression", task.regression_command,
+                baseline_tree(ws) if att.sandbox.isolated else ws, "regression", task.regression_command,
                 redact=att.redact, timeout=att.test_timeout, label="baseline")
             out.entry("test.baseline", baseline)
         prep, grading = job.result() if job is not None else (prepare_agent(att), None)

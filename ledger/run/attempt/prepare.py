@@ -1,5 +1,5 @@
 """Preparing an attempt: its task (hash checked), its agent, its ground-truth commitment and
-redactor, its limits, whether it is sandboxed, and the grading tree with its sandbox policy."""
+redactor, its limits, its backend, and the grading tree with its box."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ class Attempt:
     ws: Workspace
     out: Out
     redact: Redactor
-    sandbox: Sandbox  # the backend (``ledger.sandbox.port``) its boxes come from
-    confined: bool  # the backend confines (``SandboxStatus.isolation``): a fresh grading tree
+    sandbox: Sandbox  # the backend (``ledger.sandbox.port``) its boxes come from; confining
+                      # (``isolated``), it grades in a fresh tree
     test_timeout: float  # seconds per test command and signal
 
 

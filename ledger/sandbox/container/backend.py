@@ -292,6 +292,7 @@ class ContainerSandbox:
     """The container backend under the engine's name; ``for_image`` binds a task's image."""
 
     hint = engines.INSTALL_HINT
+    isolated = True
 
     def __init__(self, name: str = "podman", image: str = engines.BASE_IMAGE,
                  record: Mapping[str, Any] | None = None) -> None:
