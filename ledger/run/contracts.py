@@ -40,6 +40,7 @@ class AttemptSettings:
     test_timeout_s: float | None = None  # None: the tasks' default limit
     resolver: Callable[[str, int], Sequence[str]] | None = None  # endpoint lookups (tests)
     resolve_timeout_s: float | None = None  # None: the default for all endpoints together
+    known_expected: Mapping[str, Any] | None = None  # hidden ids this ledger already collected
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AttemptSettings:
@@ -75,6 +76,8 @@ class AttemptSettings:
             test_timeout_s=float(timeout) if timeout is not None else None,
             resolver=config.get("resolver"),
             resolve_timeout_s=float(resolve_timeout) if resolve_timeout is not None else None,
+            known_expected=dict(config["known_expected"])
+            if isinstance(config.get("known_expected"), Mapping) else None,
         )
 
 

@@ -39,7 +39,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attest.attestation import COMMITMENT_KEY_LABEL
 from evaluators.fold import parse_attempt_id
@@ -61,6 +61,9 @@ from ledger.run.plan import (
 )
 from ledger.run.summary import AttemptResult, RunSummary
 from ledger.session import HARNESS, CleanRunAttestation, JournalWriter, Session
+
+if TYPE_CHECKING:
+    from ledger.tasks.model import Task
 
 STOP_GRACE_S = 10.0
 MAX_PENDING = 500  # streamed entries held back at most before they are appended
@@ -126,6 +129,8 @@ class Coordinator:
         self.in_flight: dict[str, Slot] = {}
         self.node = socket.gethostname()
         self._plan_config: dict[str, Any] = {}
+        self._expected_found: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._expected_runs: dict[str, bool] = {}
         self.tasks = {t.id: t for t in plan.tasks}
         self.attestation = CleanRunAttestation(
             plan.run_id, Attestor(session.journal, session.keys), self.tasks, self._attest_failed)
@@ -206,12 +211,30 @@ class Coordinator:
         if env is not None:  # the task's image (run by id), or why it is not there
             config["image" if not env.failed else "environment_error"] = (
                 dict(env.ready) if not env.failed else env.error)
+        else:  # hidden ids this ledger already collected for the task (expected_reuse)
+            known = self._known_expected(slot.task, str(config["sandbox"]))
+            if known is not None:
+                config["known_expected"] = known
         timeout = p.timeout_s if p.timeout_s is not None else slot.task.max_duration_s
         return AttemptPlan(
             run_id=p.run_id, attempt_id=slot.attempt_id(p.run_id), task_root=str(slot.task.root),
             task_id=slot.task.id, agent_spec=slot.agent.spec, repeat=slot.repeat,
             try_no=slot.try_no, timeout_s=float(timeout), trace=p.trace, config=config,
         )
+
+    def _known_expected(self, task: Task, sandbox: str) -> dict[str, Any] | None:
+        """The last collected ``grading.expected`` of ``task`` this ledger holds for the same
+        hash, harness and backend (``ledger.run.expected_reuse``), found ones kept per run."""
+        from ledger.run.expected_reuse import recorded_expected
+
+        key = (task.id, task.hash, sandbox)
+        if key not in self._expected_found:
+            found = recorded_expected(self.journal, task, sandbox=sandbox, harness=HARNESS,
+                                      runs=self._expected_runs)
+            if found is None:
+                return None
+            self._expected_found[key] = found
+        return self._expected_found[key]
 
     def _start(self, executor: Executor, slot: Slot) -> None:
         plan = self._attempt_plan(slot)

@@ -22,7 +22,9 @@ def expected_hidden(att: Attempt) -> dict[str, Any] | None:
     is collected by the harness's reporter in a fresh copy of the starting tree with the hidden
     tests installed (in the grading sandbox when the attempt is sandboxed), or, when a module
     fails to collect there (the tests import what the agent is to write), with the reference
-    solution applied. Kept per worker by task hash. None: the task's own runner decides."""
+    solution applied. Kept per worker by task hash; ids this ledger already collected for the
+    task hash (``AttemptSettings.known_expected``, ``ledger.run.expected_reuse``) are taken as
+    they are, ``reused`` naming the entry. None: the task's own runner decides."""
     task = att.task
     if not is_pytest(python_argv(task.hidden_test_command)):
         return None
@@ -30,6 +32,9 @@ def expected_hidden(att: Attempt) -> dict[str, Any] | None:
         ids = [*task.fail_to_pass, *task.pass_to_pass]
         return {"suite": "hidden", "source": "task", "task_hash": task.hash,
                 "count": len(ids), "ids": ids}
+    known = att.settings.known_expected
+    if known is not None and known.get("task_hash") == task.hash and known.get("suite") == "hidden":
+        return dict(known)  # collected by an earlier attempt of this ledger (expected_reuse)
     key = (task.hash, str(Path(task.root).resolve()), att.sandbox.name)
     cached = _EXPECTED.get(key)
     if cached is None:
