@@ -16,9 +16,8 @@ from typing import Any
 
 import click
 
-from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.main import Ctx, SandboxChoice, emit_json, json_option, pass_ctx
 from ledger.errors import LedgerError, NothingToRun, UsageError
-from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
 
 EXIT_OK, EXIT_BAD_ARGS, EXIT_NO_AGENT, EXIT_ALL_FAILED = 0, 2, 3, 3  # the documented codes
 
@@ -94,7 +93,7 @@ def _progress(line: str) -> None:
 @click.option("--no-report", is_flag=True, help="Do not write the report files.")
 @click.option("--pricing", "pricing_file", type=click.Path(dir_okay=False), default=None,
               help="Price table file (TOML or JSON) for estimated costs.")
-@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default=None,
+@click.option("--sandbox", type=SandboxChoice(), default=None,
               help="Where every agent call and check runs: auto (bubblewrap where it works, "
                    "default; or [run] sandbox of ledger.toml), a backend (exit 3 without it) "
                    "or none.")

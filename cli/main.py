@@ -70,6 +70,25 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
 
 
+class SandboxChoice(click.Choice):  # type: ignore[type-arg]
+    """``--sandbox``: the modes of the sandbox registry (``ledger.sandbox.registry.modes``), read
+    when the option is parsed or shown, so a backend registered later is a choice too and start-up
+    imports no sandbox."""
+
+    def __init__(self) -> None:
+        super().__init__((), case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from ledger.sandbox.registry import modes
+
+        return modes()
+
+    @choices.setter
+    def choices(self, _value: Any) -> None:  # click.Choice.__init__ assigns; the registry decides
+        pass
+
+
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
 

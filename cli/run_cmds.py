@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.main import Ctx, SandboxChoice, emit_json, json_option, pass_ctx
 from cli.table import grid as _table
 from evaluators.fold import parse_attempt_id
 from ledger.agents.strace import TRACE_MODES
@@ -20,7 +20,6 @@ from ledger.journal.journal import Journal
 from ledger.run.coordinator import execute_run
 from ledger.run.plan import RunRequest
 from ledger.run.summary import AttemptResult, RunSummary
-from ledger.sandbox import SANDBOX_MODES
 
 
 def _who(attempt_id: str) -> str:
@@ -208,7 +207,7 @@ def render_summary(s: RunSummary, saved: bool) -> str:
               help="With --resume: re-run only the attempts that failed for infra reasons "
                    "(sandbox start, model endpoint, disk, executor, harness), nothing else.")
 @click.option("--trace", type=click.Choice(TRACE_MODES), help="Activity capture (default auto).")
-@click.option("--sandbox", type=click.Choice(SANDBOX_MODES),
+@click.option("--sandbox", type=SandboxChoice(),
               help="Isolation of every attempt: auto (default: bubblewrap where it works, a "
                    "task with an environment in the container engine), container (whichever "
                    "engine works), a sandbox backend's name (required; exit 3 where it cannot "

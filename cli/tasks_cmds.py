@@ -14,10 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.main import Ctx, emit_json, json_option, pass_ctx
+from cli.main import Ctx, SandboxChoice, emit_json, json_option, pass_ctx
 from ledger.errors import VerificationError
 from ledger.run.task_runner import task_confinement
-from ledger.sandbox import SANDBOX_MODES
 from ledger.tasks.loader import load_tasks, task_summary, tier_source
 from ledger.tasks.model import Task
 from ledger.tasks.validate import ValidationResult, validate_tasks
@@ -150,7 +149,7 @@ def _signal_text(sig: dict[str, Any]) -> str:
 @click.option("--parallel", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Tasks validated at the same time.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every check, not only the failed ones.")
-@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="auto", show_default=True,
+@click.option("--sandbox", type=SandboxChoice(), default="auto", show_default=True,
               help="Run the test runs and signals in the grading sandbox of `ledger run` "
                    "(auto: when a sandbox backend works here; a backend's name: exit 3 where it "
                    "cannot).")

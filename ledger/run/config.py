@@ -55,7 +55,7 @@ from typing import Any
 from ledger.agents.strace import TRACE_MODES
 from ledger.argv import CommandError, split_command
 from ledger.errors import MalformedInput
-from ledger.sandbox import SANDBOX_MODES  # auto and every registered backend
+from ledger.sandbox.registry import modes as sandbox_modes  # auto and every registered backend
 
 _RUN_KEYS = {"tiers", "tasks", "agents", "parallel", "repeat", "timeout", "trace", "sandbox",
              "executor",
@@ -178,8 +178,8 @@ def _parse_run(raw: Any, where: str) -> RunDefaults:
     if trace is not None and trace not in TRACE_MODES:
         raise MalformedInput(f"{where}: [run] trace must be one of {', '.join(TRACE_MODES)}")
     sandbox = raw.get("sandbox")
-    if sandbox is not None and sandbox not in SANDBOX_MODES:
-        raise MalformedInput(f"{where}: [run] sandbox must be one of {', '.join(SANDBOX_MODES)}")
+    if sandbox is not None and sandbox not in sandbox_modes():
+        raise MalformedInput(f"{where}: [run] sandbox must be one of {', '.join(sandbox_modes())}")
     executor = raw.get("executor")
     if executor is not None and executor not in EXECUTORS:
         raise MalformedInput(f"{where}: [run] executor must be one of {', '.join(EXECUTORS)}")

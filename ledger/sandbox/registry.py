@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.errors import NothingToRun, UsageError
@@ -77,19 +77,29 @@ def _hint(backend: Sandbox) -> str:
     return str(getattr(backend, "hint", "") or "")
 
 
-def _container() -> SandboxStatus:
-    """The first engine backend that runs a container here; else ``NothingToRun`` with why."""
-    reasons: list[str] = []
-    for name in ENGINES:
+def _first_available(requested: str, names: Sequence[str]
+                     ) -> tuple[SandboxStatus | None, list[tuple[Sandbox, str]]]:
+    """``requested`` resolved as the first registered backend of ``names`` that works here (None
+    when none does), and each registered one tried before it with its reason."""
+    tried: list[tuple[Sandbox, str]] = []
+    for name in names:
         backend = _BACKENDS.get(name)
         if backend is None:
             continue
         av = backend.available()
         if av.ok:
-            return SandboxStatus(CONTAINER, name, av.reason, av.version)
-        reasons.append(av.reason)
-    hint = next((_hint(_BACKENDS[n]) for n in ENGINES if n in _BACKENDS), "")
-    why = "; ".join(dict.fromkeys(reasons)) or "no engine backend is registered"
+            return SandboxStatus(requested, name, av.reason, av.version), tried
+        tried.append((backend, av.reason))
+    return None, tried
+
+
+def _container() -> SandboxStatus:
+    """The first engine backend that runs a container here; else ``NothingToRun`` with why."""
+    found, tried = _first_available(CONTAINER, ENGINES)
+    if found is not None:
+        return found
+    hint = _hint(tried[0][0]) if tried else ""
+    why = "; ".join(dict.fromkeys(reason for _b, reason in tried)) or "no engine backend is registered"
     raise NothingToRun(f"no container engine works here: {why}" + (f"; {hint}" if hint and hint not in why
                                                                    else ""))
 
@@ -109,24 +119,15 @@ def resolve(requested: str) -> SandboxStatus:
         raise UsageError(f"unknown sandbox mode {requested!r}; use one of {', '.join(modes())}")
     if requested == "none":
         return SandboxStatus(requested, "none", get("none").available().reason)
+    found, tried = _first_available(requested, AUTO if requested == "auto" else (requested,))
+    if found is not None:
+        return found
     if requested != "auto":
-        backend = get(requested)
-        av = backend.available()
-        if av.ok:
-            return SandboxStatus(requested, requested, av.reason, av.version)
+        [(backend, reason)] = tried
         hint = _hint(backend)
-        raise NothingToRun(f"--sandbox {requested} was requested but {av.reason}"
+        raise NothingToRun(f"--sandbox {requested} was requested but {reason}"
                            + (f"; {hint}" if hint else ""))
-    reasons: list[str] = []
-    for name in AUTO:
-        backend = _BACKENDS.get(name)
-        if backend is None:
-            continue
-        av = backend.available()
-        if av.ok:
-            return SandboxStatus(requested, name, av.reason, av.version)
-        hint = _hint(backend)
-        reasons.append(av.reason + (f"; {hint}" if hint else ""))
+    reasons = [reason + (f"; {_hint(backend)}" if _hint(backend) else "") for backend, reason in tried]
     return SandboxStatus(requested, "none", "no isolation: " + "; ".join(reasons or ["no backend"]))
 
 

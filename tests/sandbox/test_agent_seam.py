@@ -109,7 +109,6 @@ class RecordingSandbox:
 def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Register a backend under ``recording`` for one test (the CLI's choices include it), run
     attempts in this process (so they see it), and take it out again."""
-    import cli.run_cmds as run_cmds
     import ledger.run.coordinator as coordinator
 
     made: list[RecordingSandbox] = []
@@ -120,8 +119,6 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         made.append(backend)
         return backend
 
-    [option] = [p for p in run_cmds.run_cmd.params if p.name == "sandbox"]
-    monkeypatch.setattr(option.type, "choices", (*option.type.choices, NAME))
     monkeypatch.setattr(coordinator, "make_executor", _Inline)
     try:
         yield install
