@@ -53,9 +53,10 @@ def witness_init(name: str, witness_dir: str | None, as_json: bool) -> None:
               "size this witness cosigned last.")
 @click.option("--out", "-o", "out", help="Write the cosigned note here (default: stdout).")
 @click.option("--witness-dir", help="Where the witness key lives (default $XDG_CONFIG_HOME/eval-ledger/witness).")
+@json_option
 @pass_ctx
 def witness_cosign(ctx: Ctx, note_file: str, log_vkey: str, proof_file: str | None, out: str | None,
-                   witness_dir: str | None) -> None:
+                   witness_dir: str | None, as_json: bool) -> None:
     """Check a checkpoint (log signature, consistency with the last one cosigned) and cosign it."""
     from ledger.journal.witness import cosign, load_witness
 
@@ -73,6 +74,10 @@ def witness_cosign(ctx: Ctx, note_file: str, log_vkey: str, proof_file: str | No
                       verifier, proof=proof)
     if out:
         Path(out).write_text(note, encoding="utf-8")
+    if as_json:
+        emit_json({"origin": cp.origin, "size": cp.size, "root": cp.root.hex(), "note": note,
+                   "out": out})
+    elif out:
         click.echo(f"cosigned {cp.origin} at size {cp.size}: wrote {out}", err=True)
     else:
         click.echo(note, nl=False)
