@@ -365,7 +365,8 @@ def export(ctx: Ctx, run_args: tuple[str, ...], run_opt: str | None, out: str, f
             prefixes = [*run_args, *([run_opt] if run_opt else [])]
             runs = ([j.resolve_run(p) for p in prefixes] if prefixes
                     else [r.run_id for r in j.runs()])
-            info_s = export_sqlite(runs, lambda rid: sreader.entries(j, rid), Path(out))
+            info_s = export_sqlite(runs, lambda rid: sreader.entries(j, rid), Path(out),
+                                   leaves=sreader.leaves.get)
         if as_json:
             emit_json(info_s)
         else:

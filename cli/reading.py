@@ -55,6 +55,9 @@ class Reader:
         self.home, self.unverified = home, unverified
         self.reading = Reading()
         self._verifier: Any = None
+        # per run read and verified: the tree's level 0 its entries were checked against
+        # (ledger.journal.reading.leaf_of), so that a command needs not hash them again
+        self.leaves: dict[str, bytes] = {}
 
     def _key(self) -> Any:
         if self._verifier is None:
@@ -79,6 +82,7 @@ class Reader:
             self.reading.verified = False
             self.reading.failures.append(f"run {run_id}: {exc}")
             return list(journal.entries(run=run_id, check_canonical=False))
+        self.leaves[run_id] = got.leaves
         r = self.reading
         if got.checkpoint_size:
             r.checkpoint = max(r.checkpoint or 0, got.checkpoint_size)

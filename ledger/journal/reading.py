@@ -32,13 +32,20 @@ class RunReading:
     """A run's entries as verified: against the signed checkpoint of ``checkpoint_size`` (0: the
     journal has none yet); ``unsigned`` of them lie beyond it (checked against the tree's leaves,
     not under a signature yet: a run still going); ``complete``: the run's ``run.finished``
-    digest named exactly these."""
+    digest named exactly these; ``leaves``: the tree's level 0 (32 bytes per seq) that they were
+    checked against, so that a reader need not hash them again (:func:`leaf_of`)."""
 
     run: str
     entries: list[Entry]
     checkpoint_size: int
     unsigned: int
     complete: bool
+    leaves: bytes = b""
+
+
+def leaf_of(e: Entry, leaves: bytes) -> bytes:
+    """The leaf hash of an entry that ``read_run`` checked against ``leaves``."""
+    return leaves[32 * e.seq:32 * e.seq + 32]
 
 
 def read_run(journal: Journal, run_id: str, verifier: Callable[[], Verifier]) -> RunReading:
@@ -84,5 +91,5 @@ def read_run(journal: Journal, run_id: str, verifier: Callable[[], Verifier]) ->
                                     seq=seq)
         unsigned += seq >= cp_size
         entries.append(e)
-    complete = check_run_entries(entries, run_id, check="run-entries")
-    return RunReading(run_id, entries, cp_size, unsigned, complete)
+    complete = check_run_entries(entries, run_id, check="run-entries", leaves=leaves)
+    return RunReading(run_id, entries, cp_size, unsigned, complete, leaves)

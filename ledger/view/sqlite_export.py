@@ -12,8 +12,7 @@ the evaluators' (the golden view and the statistics view of each run), never rec
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from operator import itemgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from ledger.journal.codec import Entry
 TRANSCRIPT_KINDS = frozenset({"agent.output", "tool.call", "tool.result", "model.request",
                               "model.response"})
 TEXT_LIMIT = 20_000  # characters of an entry's text indexed
-_BULK = frozenset({"events", "tests"})
 
 
 def _text(e: Entry) -> str:
@@ -39,67 +37,111 @@ def _text(e: Entry) -> str:
     return "\n".join(parts)[:TEXT_LIMIT]
 
 
-def _ref(e: Entry) -> dict[str, Any]:
-    return {"seq": e.seq, "leaf_hash": e.leaf_hash.hex()}
+_NO_REF = (None, None)
 
-
-# one encoder for every entry (``json.dumps`` with options builds a new one per call)
+# one encoder for every entry (``json.dumps`` with options builds a new one per call). The keys
+# of a verified entry's maps are sorted already (the canonical form sorts them by their UTF-8
+# bytes, which is the order of ``sorted`` on str), so sort_keys re-sorts nothing: it is kept so
+# that the text never depends on that
 _ENCODER = json.JSONEncoder(sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes)
                             else str(b))
+_json = _ENCODER.encode
+_CELL = frozenset({str, int, float, bool, bytes, type(None)})
 
 
-def _json(value: Any) -> str:
-    return _ENCODER.encode(value)
+def _cell(value: Any) -> Any:
+    """A value from an entry's data as a cell: maps and lists as JSON text (as sqlite-utils'
+    ``insert_all`` stores them), anything else as it is."""
+    if type(value) in _CELL:
+        return value
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
 
 
-def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
-                  out: Path) -> dict[str, Any]:
+# every table's columns, in the order its rows are built (the ``id`` columns are the rowid)
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id", "status", "harness_version", "score", "attempts", "passed",
+             "infra_failures", "seq", "leaf_hash"),
+    "agents": ("id", "run_id", "name", "spec", "kind", "version", "seq", "leaf_hash"),
+    "tasks": ("id", "run_id", "task", "tier", "title", "hash", "cluster", "seq", "leaf_hash"),
+    "attempts": ("attempt", "run_id", "task_id", "agent_id", "task", "agent", "repeat", "try",
+                 "status", "passed", "score", "infra_kind", "wall_s", "cost_usd", "attestation",
+                 "category", "seq", "leaf_hash"),
+    "tests": ("attempt", "suite", "test_id", "outcome", "message", "seq", "leaf_hash"),
+    "signals": ("attempt", "idx", "passed", "detail", "seq", "leaf_hash"),
+    "costs": ("attempt", "cost_usd", "cost_source", "tokens_in", "tokens_out", "wall_s", "seq",
+              "leaf_hash"),
+    "verdicts": ("attempt", "kind", "verdict", "detail", "seq", "leaf_hash"),
+    "statistics": ("run_id", "scope", "name", "attempts", "passed", "pass_rate", "pass_low",
+                   "pass_high", "score_mean", "score_low", "score_high", "clustered_se",
+                   "design_effect", "min_detectable_effect", "seq", "leaf_hash"),
+    "events": ("seq", "run_id", "task", "kind", "ts", "attempt", "data", "text", "leaf_hash"),
+}
+
+
+def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]], out: Path, *,
+                  leaves: Callable[[str], bytes | None] | None = None) -> dict[str, Any]:
     """Write ``runs`` (their entries from ``read``, already verified by the caller) to ``out``
-    (replaced if it exists); returns the row counts per table."""
+    (replaced if it exists; removed again if the export fails); returns the row counts per table.
+
+    ``leaves(run)``: the tree's level 0 that the run's entries were verified against (32 bytes
+    per seq, as ``ledger.journal.reading.RunReading.leaves``): each row's leaf hash is read from it rather
+    than hashed again; None (or no ``leaves``): each entry is hashed.
+    """
     if out.exists():
         out.unlink()
-    db = sqlite_utils.Database(out)
-    db.conn.execute("PRAGMA journal_mode = OFF")
-    db.conn.execute("PRAGMA synchronous = OFF")
+    counts = dict.fromkeys(COLUMNS, 0)
+    # the reading, the fold and the rows hold about ten objects per entry: with the cyclic
+    # collector running, its passes over them (during the inserts too) cost more than the rows
+    # themselves (none of them forms a cycle; reference counting frees them)
+    with views.cyclic_gc_paused():
+        db = sqlite_utils.Database(out)
+        try:
+            _write(db, runs, read, leaves, counts)
+        except BaseException:
+            db.conn.close()
+            out.unlink(missing_ok=True)
+            raise
+        db.conn.close()
+    return {"out": str(out), "runs": list(runs), "rows": counts}
+
+
+def _write(db: sqlite_utils.Database, runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
+           leaves: Callable[[str], bytes | None] | None, counts: dict[str, int]) -> None:
+    conn = db.conn
+    conn.execute("PRAGMA journal_mode = OFF")  # the analysis copy only: rebuilt if cut short
+    conn.execute("PRAGMA synchronous = OFF")
     # the index builds after the rows sort in memory (a sort spilled to temporary files cost
     # more wall time than every insert together on a busy disk)
-    db.conn.execute("PRAGMA temp_store = MEMORY")
-    db.conn.execute("PRAGMA cache_size = -262144")  # KiB: 256 MiB at most, for this copy only
-    counts: dict[str, int] = {}
-    tables: dict[str, list[dict[str, Any]]] = {n: [] for n in (
-        "runs", "agents", "tasks", "attempts", "tests", "signals", "costs", "verdicts",
-        "statistics", "events")}
-    # the reading and the rows hold about ten objects per entry: building them with the cyclic
-    # collector running cost more than the rows themselves (none of them forms a cycle)
-    with views.cyclic_gc_paused():
-        for run_id in runs:
-            entries = list(read(run_id))
-            _rows(run_id, entries, tables)
-            del entries
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -262144")  # KiB: 256 MiB at most, for this copy only
     _create(db)
     # the FTS5 table (sqlite-utils' schema, external content: events) made while events is
     # empty, so that enable_fts' own populate indexes nothing and each transcript row is indexed
     # once, below (populating again after it doubled every row of the index)
     db["events"].enable_fts(["kind", "text"], create_triggers=False)
-    with db.conn:
-        for name, rows in tables.items():
-            if rows and name in _BULK:
-                # the big tables: one executemany over sqlite-utils' connection (its insert_all
-                # inspects every value; these rows are plain str/int/None already)
-                cols = list(rows[0])
-                db.conn.executemany(
-                    f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
-                    f"VALUES ({', '.join('?' for _ in cols)})",
-                    list(map(itemgetter(*cols), rows)))
-            elif rows:
-                db[name].insert_all(rows, batch_size=5000)
-            counts[name] = len(rows)
+    sql = {name: f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
+                 f"VALUES ({', '.join('?' for _ in cols)})" for name, cols in COLUMNS.items()}
+    with conn:  # one transaction
+        for run_id in runs:
+            entries = read(run_id)
+            level = leaves(run_id) if leaves is not None else None
+            tables: dict[str, list[tuple[Any, ...]]] = {n: [] for n in COLUMNS if n != "events"}
+            # the events rows go straight into SQLite as they are made; making them fills the
+            # entry-level tables (tests, signals, costs, verdicts) on the way
+            events = _entry_rows(run_id, entries, level, _summary(run_id, entries, tables), tables)
+            cur = conn.executemany(sql["events"], events)
+            counts["events"] += cur.rowcount
+            del entries, events
+            for name, rows in tables.items():
+                if rows:
+                    conn.executemany(sql[name], rows)
+                    counts[name] += len(rows)
         # only the transcript entries have text: the others need no place in the index
-        db.conn.execute("INSERT INTO [events_fts] (rowid, [kind], [text]) "
-                        "SELECT rowid, [kind], [text] FROM [events] WHERE [text] != ''")
+        conn.execute("INSERT INTO [events_fts] (rowid, [kind], [text]) "
+                     "SELECT rowid, [kind], [text] FROM [events] WHERE [text] != ''")
     _indexes(db)  # after the rows: one sort per index rather than an update per row
-    db.conn.close()
-    return {"out": str(out), "runs": list(runs), "rows": counts}
 
 
 def _create(db: sqlite_utils.Database) -> None:
@@ -148,7 +190,23 @@ def _indexes(db: sqlite_utils.Database) -> None:
         db[table].create_index(cols)
 
 
-def _rows(run_id: str, entries: Sequence[Entry], t: dict[str, list[dict[str, Any]]]) -> None:
+class _Summary:
+    """What the entry-level rows need from the run's fold: the scored attempts, and the rows of
+    the attempts table, made once the entries are through (each names its attempt.finished)."""
+
+    def __init__(self, scored: set[str], attempts: Callable[[dict[str, tuple[Any, Any]]], None]):
+        self.scored = scored
+        self.attempts = attempts
+
+
+def _ref(e: Entry | None) -> tuple[Any, Any]:
+    return _NO_REF if e is None else (e.seq, e.leaf_hash.hex())
+
+
+def _summary(run_id: str, entries: Sequence[Entry],
+             t: dict[str, list[tuple[Any, ...]]]) -> _Summary:
+    """The run-level rows (runs, agents, tasks, statistics) from one fold of the run; the
+    attempts rows are made by the returned summary once the entries' refs are known."""
     from evaluators import score as sc
     from evaluators.facts import facts_of
     from evaluators.fold import fold_all, new_state
@@ -157,95 +215,97 @@ def _rows(run_id: str, entries: Sequence[Entry], t: dict[str, list[dict[str, Any
     v = views.view(state)
     stats = stats_view.view(state)
     scored, _ = facts_of(state)
-    by_attempt_row = {a["attempt"]: a for a in v["attempts"]}
     started = next((e for e in entries if e.kind == "run.started"), None)
     first = started or (entries[0] if entries else None)
     stats_entry = next((e for e in reversed(entries) if e.kind == "view.recorded"
                         and e.data.get("evaluator") == "stats"), None)
-    infra = {f.attempt: infra_kind(f, state.attempts.get(f.attempt)) for f in scored}
-    t["runs"].append({"run_id": run_id, "status": v["status"],
-                      "harness_version": v["harness_version"], "score": v["score"],
-                      "attempts": v["counts"]["attempts"], "passed": v["counts"]["passed"],
-                      "infra_failures": stats["infra"]["failures"],
-                      **(_ref(first) if first else {"seq": None, "leaf_hash": None})})
+    t["runs"].append((run_id, v["status"], v["harness_version"], v["score"],
+                      v["counts"]["attempts"], v["counts"]["passed"], stats["infra"]["failures"],
+                      *_ref(first)))
     if started is not None:
+        ref = _ref(started)
         for ag in started.data.get("agents", []):
-            t["agents"].append({"id": f"{run_id}/{ag.get('name')}", "run_id": run_id,
-                                "name": ag.get("name"), "spec": ag.get("spec"),
-                                "kind": ag.get("kind"), "version": ag.get("version"),
-                                **_ref(started)})
+            t["agents"].append((f"{run_id}/{ag.get('name')}", run_id, *map(_cell, (
+                ag.get("name"), ag.get("spec"), ag.get("kind"), ag.get("version"))), *ref))
         for tk in started.data.get("tasks", []):
             info = state.tasks.get(str(tk.get("id")))
-            t["tasks"].append({"id": f"{run_id}/{tk.get('id')}", "run_id": run_id,
-                               "task": tk.get("id"), "tier": tk.get("tier"),
-                               "title": tk.get("title"), "hash": tk.get("hash"),
-                               "cluster": info.cluster if info else None, **_ref(started)})
-    finished: dict[str, Entry] = {}
-    scored_ids = {f.attempt for f in scored}
-    events, tests = t["events"], t["tests"]
-    for e in entries:
-        d = e.data
-        attempt = d.get("attempt") if isinstance(d.get("attempt"), str) else None
-        leaf = e.leaf_hash.hex()  # once per entry: every row of the entry names it
-        events.append({"seq": e.seq, "run_id": run_id, "task": e.task, "kind": e.kind,
-                       "ts": e.ts, "attempt": attempt,
-                       "data": _json(d) if e.kind not in ("view.recorded",) else "{}",
-                       "text": _text(e) if e.kind in TRANSCRIPT_KINDS else "", "leaf_hash": leaf})
-        if attempt is None or attempt not in scored_ids:
-            continue
-        ref = {"seq": e.seq, "leaf_hash": leaf}
-        if e.kind == "attempt.finished":
-            finished[attempt] = e
-        elif e.kind in ("test.result", "test.baseline"):
-            suite = ("baseline:" if e.kind == "test.baseline" else "") + str(d.get("suite"))
-            for test in d.get("tests") or []:
-                tests.append({"attempt": attempt, "suite": suite, "test_id": test.get("id"),
-                              "outcome": test.get("outcome"), "message": test.get("message"),
-                              **ref})
-        elif e.kind == "signal.result":
-            t["signals"].append({"attempt": attempt, "idx": d.get("index"),
-                                 "passed": int(bool(d.get("passed"))), "detail": d.get("detail"),
-                                 **ref})
-        elif e.kind == "agent.finished":
-            t["costs"].append({"attempt": attempt, "cost_usd": d.get("cost_usd"),
-                               "cost_source": d.get("cost_source"),
-                               "tokens_in": d.get("tokens_in"), "tokens_out": d.get("tokens_out"),
-                               "wall_s": d.get("wall_s"), **ref})
-        elif e.kind == "judge.verdict":
-            t["verdicts"].append({"attempt": attempt, "kind": "judge",
-                                  "verdict": _json(d.get("scores")),
-                                  "detail": f"{d.get('judge')} {d.get('version')}", **ref})
-        elif e.kind == "attestation":
-            att = d.get("attestation") if isinstance(d.get("attestation"), dict) else {}
-            t["verdicts"].append({"attempt": attempt, "kind": "attestation",
-                                  "verdict": att.get("verdict"),
-                                  "detail": att.get("isolation"), **ref})
-    for f in scored:
-        row = by_attempt_row.get(f.attempt, {})
-        src = finished.get(f.attempt)
-        mark = infra[f.attempt]
-        t["attempts"].append({
-            "attempt": f.attempt, "run_id": run_id, "task_id": f"{run_id}/{f.task}",
-            "agent_id": f"{run_id}/{f.agent}", "task": f.task, "agent": f.agent,
-            "repeat": f.repeat, "try": f.try_no, "status": f.status, "passed": int(f.passed),
-            "score": sc.golden(sc.components([f])), "infra_kind": mark[0] if mark else None,
-            "wall_s": f.wall_s, "cost_usd": f.cost_usd, "attestation": f.attestation,
-            "category": row.get("category"),
-            **(_ref(src) if src else {"seq": None, "leaf_hash": None})})
-    ref = _ref(stats_entry) if stats_entry else {"seq": None, "leaf_hash": None}
+            t["tasks"].append((f"{run_id}/{tk.get('id')}", run_id, *map(_cell, (
+                tk.get("id"), tk.get("tier"), tk.get("title"), tk.get("hash"))),
+                info.cluster if info else None, *ref))
+    _statistics(run_id, stats, _ref(stats_entry), t["statistics"])
+    by_attempt_row = {a["attempt"]: a for a in v["attempts"]}
+
+    def attempts(finished: dict[str, tuple[Any, Any]]) -> None:
+        for f in scored:
+            mark = infra_kind(f, state.attempts.get(f.attempt))
+            t["attempts"].append((
+                f.attempt, run_id, f"{run_id}/{f.task}", f"{run_id}/{f.agent}", f.task, f.agent,
+                f.repeat, f.try_no, f.status, int(f.passed), sc.golden(sc.components([f])),
+                mark[0] if mark else None, f.wall_s, f.cost_usd, f.attestation,
+                by_attempt_row.get(f.attempt, {}).get("category"),
+                *finished.get(f.attempt, _NO_REF)))
+
+    return _Summary({f.attempt for f in scored}, attempts)
+
+
+def _statistics(run_id: str, stats: dict[str, Any], ref: tuple[Any, Any],
+                rows: list[tuple[Any, ...]]) -> None:
     groups: Iterable[tuple[str, str, dict[str, Any]]] = [
         ("overall", "all", stats["overall"]),
         *(("agent", a, r) for a, r in stats["per_agent"].items()),
         *(("tier", k, r) for k, r in stats["per_tier"].items())]
     for scope, name, r in groups:
-        pr, score = r["pass_rate"], r["score"]
-        t["statistics"].append({
-            "run_id": run_id, "scope": scope, "name": name, "attempts": r["attempts"],
-            "passed": r["passed"], "pass_rate": pr["value"], "pass_low": pr["low"],
-            "pass_high": pr["high"], "score_mean": score["mean"], "score_low": score["low"],
-            "score_high": score["high"], "clustered_se": r["clustered"]["pass_rate"]["stderr"],
-            "design_effect": r["clustered"]["pass_rate"]["design_effect"],
-            "min_detectable_effect": r["min_detectable_effect"], **ref})
+        pr, score, cl = r["pass_rate"], r["score"], r["clustered"]["pass_rate"]
+        rows.append((run_id, scope, name, r["attempts"], r["passed"], pr["value"], pr["low"],
+                     pr["high"], score["mean"], score["low"], score["high"], cl["stderr"],
+                     cl["design_effect"], r["min_detectable_effect"], *ref))
 
 
-__all__ = ["TRANSCRIPT_KINDS", "export_sqlite"]
+def _entry_rows(run_id: str, entries: Sequence[Entry], level: bytes | None, summary: _Summary,
+                t: dict[str, list[tuple[Any, ...]]]) -> Iterator[tuple[Any, ...]]:
+    """The events row of every entry, in seq order; on the way, the rows of the entry-level
+    tables of the scored attempts, and at the end those of the attempts table."""
+    finished: dict[str, tuple[Any, Any]] = {}
+    scored_ids = summary.scored
+    tests, signals, costs, verdicts = t["tests"], t["signals"], t["costs"], t["verdicts"]
+    transcript, cell, kept = TRANSCRIPT_KINDS, _cell, _CELL
+    for e in entries:
+        d = e.data
+        kind = e.kind
+        attempt = d.get("attempt")
+        if type(attempt) is not str:
+            attempt = None
+        seq = e.seq
+        # once per entry: every row of the entry names it
+        leaf = (e.leaf_hash if level is None else level[32 * seq:32 * seq + 32]).hex()
+        yield (seq, run_id, e.task, kind, e.ts, attempt,
+               _json(d) if kind != "view.recorded" else "{}",
+               _text(e) if kind in transcript else "", leaf)
+        if attempt is None or attempt not in scored_ids:
+            continue
+        if kind == "attempt.finished":
+            finished[attempt] = (seq, leaf)
+        elif kind == "test.result" or kind == "test.baseline":
+            suite = ("baseline:" if kind == "test.baseline" else "") + str(d.get("suite"))
+            for test in d.get("tests") or []:
+                tid, outcome, message = test.get("id"), test.get("outcome"), test.get("message")
+                tests.append((attempt, suite, tid if type(tid) in kept else cell(tid),
+                              outcome if type(outcome) in kept else cell(outcome),
+                              message if type(message) in kept else cell(message), seq, leaf))
+        elif kind == "signal.result":
+            signals.append((attempt, cell(d.get("index")), int(bool(d.get("passed"))),
+                            cell(d.get("detail")), seq, leaf))
+        elif kind == "agent.finished":
+            costs.append((attempt, *map(cell, (d.get("cost_usd"), d.get("cost_source"),
+                          d.get("tokens_in"), d.get("tokens_out"), d.get("wall_s"))), seq, leaf))
+        elif kind == "judge.verdict":
+            verdicts.append((attempt, "judge", _json(d.get("scores")),
+                             f"{d.get('judge')} {d.get('version')}", seq, leaf))
+        elif kind == "attestation":
+            att = d.get("attestation") if isinstance(d.get("attestation"), dict) else {}
+            verdicts.append((attempt, "attestation", cell(att.get("verdict")),
+                             cell(att.get("isolation")), seq, leaf))
+    summary.attempts(finished)
+
+
+__all__ = ["COLUMNS", "TRANSCRIPT_KINDS", "export_sqlite"]

@@ -99,3 +99,69 @@ def test_the_full_text_index_holds_each_transcript_entry_once(exported: tuple[Pa
     indexed = db.execute("select count(*) from events_fts_docsize").fetchone()[0]
     hits = db.execute("select count(*) from events_fts where events_fts match 'zebra'").fetchone()[0]
     assert with_text >= 1 and indexed == with_text and hits == 1
+
+
+def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    db = sqlite_utils.Database(path)
+    return {t: db.execute(f"select * from [{t}] order by rowid").fetchall() for t in TABLES}
+
+
+def test_rows_from_the_verified_leaf_level_equal_rows_hashed_again(
+        exported: tuple[Path, Path], tmp_path: Path) -> None:
+    """The CLI hands the export the tree's leaf level its reading checked (no entry hashed
+    twice); the library hashing each entry itself writes the very same rows."""
+    from ledger.view.sqlite_export import export_sqlite
+
+    home, out = exported
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        runs = {r.run_id: list(j.entries(run=r.run_id)) for r in j.runs()}
+    again = tmp_path / "again.db"
+    info = export_sqlite([RUN_1, RUN_2], runs.__getitem__, again)
+    assert info["rows"]["events"] == sum(len(es) for es in runs.values())
+    assert _dump(again) == _dump(out)
+    leaves = _dump(out)["events"]
+    assert all(len(row[-1]) == 64 for row in leaves)
+
+
+def test_entry_values_of_any_shape_are_stored_as_json_cells(tmp_path: Path) -> None:
+    """A signal's detail, a cost field or a test message that is a map or a list (malformed
+    data the fold ignores) is stored as JSON text, never a crash of the export."""
+    from ledger.view.sqlite_export import export_sqlite
+
+    b = agents_run(RUN_1, {"alpha": {TASKS[0]}})
+    a = f"{RUN_1}/{TASKS[0]}/alpha/1/1"
+    for i, e in enumerate(b.entries):
+        if e.kind == "signal.result" and e.data["attempt"] == a:
+            b.entries[i] = e._replace(data={**e.data, "detail": {"why": ["x"]}})
+        if e.kind == "test.result" and e.data["attempt"] == a:
+            tests = [{**t, "message": ["m", 1]} for t in e.data["tests"]]
+            b.entries[i] = e._replace(data={**e.data, "tests": tests})
+    out = tmp_path / "r.db"
+    export_sqlite([RUN_1], lambda _: b.entries, out)
+    db = sqlite_utils.Database(out)
+    details = {r[0] for r in db.execute("select detail from signals where attempt = ?", [a])}
+    assert '{"why": ["x"]}' in details
+    messages = {r[0] for r in db.execute("select message from tests where attempt = ? and "
+                                         "suite = 'hidden'", [a])}
+    assert messages == {'["m", 1]'}
+
+
+def test_a_failed_export_leaves_no_file(tmp_path: Path) -> None:
+    """A read that fails half way (the second run does not verify) removes the half-written
+    database: no file is left that looks like a finished export."""
+    from ledger.errors import VerificationError
+    from ledger.view.sqlite_export import export_sqlite
+
+    b = agents_run(RUN_1, {"alpha": {TASKS[0]}})
+    reads: list[str] = []
+
+    def read(run_id: str) -> list:
+        reads.append(run_id)
+        if run_id == RUN_2:
+            raise VerificationError("leaf-hash", "the entry's bytes do not hash to the tree's leaf")
+        return b.entries
+
+    out = tmp_path / "r.db"
+    with pytest.raises(VerificationError):
+        export_sqlite([RUN_1, RUN_2], read, out)
+    assert reads == [RUN_1, RUN_2] and not out.exists()
