@@ -37,7 +37,7 @@ def check_agent_box(sandbox: Sandbox, argv: Sequence[str], *, path_env: str,
             try:
                 proc = subprocess.run(confined.argv, capture_output=True, timeout=_TIMEOUT_S,
                                       stdin=subprocess.DEVNULL, pass_fds=confined.pass_fds,
-                                      cwd=folders[0], env=confined.env)
+                                      preexec_fn=confined.preexec, cwd=folders[0], env=confined.env)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return f"{sandbox.name}: could not start the sandbox: {exc}"[:500]
             box.started()

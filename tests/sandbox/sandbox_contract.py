@@ -415,7 +415,8 @@ def test_trace_filter_keeps_the_command_lines(sandbox: Sandbox, tmp_path: Path) 
         confined = box.command(argv, _env(f))
         proc = subprocess.run([strace, "-f", "-qq", "-e", "trace=execve", "-o", str(log),
                                *confined.argv], env=confined.env, cwd=f.worktree,
-                              pass_fds=confined.pass_fds, capture_output=True, timeout=60)
+                              pass_fds=confined.pass_fds, preexec_fn=confined.preexec,
+                              capture_output=True, timeout=60)
         box.started()
         assert box.failure(proc.returncode, proc.stderr.decode()) is None
     finally:

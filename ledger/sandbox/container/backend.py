@@ -31,6 +31,7 @@ yields nothing (the activity trace of a container attempt is not captured; docs/
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -43,6 +44,7 @@ from typing import Any
 from ledger.errors import LedgerError
 from ledger.sandbox.attempt_boxes import agent_setup, grading_policy, inner_command
 from ledger.sandbox.container import engine as engines
+from ledger.sandbox.container import supervise
 from ledger.sandbox.outcomes import FD_ENV
 from ledger.sandbox.paths import SYSTEM_PATHS, under
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
@@ -88,11 +90,14 @@ class ContainerEnforcement:
         return None
 
 
-def _dup_to(fd: int, target: int) -> Callable[[], None]:
-    """A pre-exec hook putting ``fd`` at ``target`` in the child (inheritable)."""
+def _dup_to(moves: Mapping[int, int]) -> Callable[[], None]:
+    """A pre-exec hook putting each fd of ``moves`` at its target in the child (inheritable);
+    every source is copied aside first, so a source that is another's target is not lost."""
     def dup() -> None:
-        if fd != target:
+        aside = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd, target in moves.items()}
+        for target, fd in aside.items():
             os.dup2(fd, target)
+            os.close(fd)
     return dup
 
 
@@ -167,6 +172,7 @@ class ContainerBox:
         self._commands = 0
         self._stub: Path | None = None
         self._settled: set[str] = set()  # containers the engine removed itself (``failure``)
+        self._status: dict[str, supervise.Status] = {}  # each command's supervisor pipe (podman)
 
     def readable(self) -> tuple[str, ...]:
         return tuple(p for p in self.policy.readable if p not in self.policy.masked)
@@ -203,6 +209,7 @@ class ContainerBox:
                                          forward=self._forward, python=INNER_PYTHON)
         name = f"ledger-{self.purpose}-{secrets.token_hex(6)}"
         self._names.append(name)
+        moves: dict[int, int] = {}
         flags = ["run", "--rm", f"--name={name}", "--network=none", f"--user={SANDBOX_UID}:{SANDBOX_GID}",
                  "--cap-drop=all", "--security-opt=no-new-privileges", "--pull=never", "--read-only",
                  # podman mounts tmpfs on /tmp, /run, /var/tmp of a read-only root unless told not to
@@ -210,14 +217,19 @@ class ContainerBox:
                  f"--workdir={self.policy.cwd}", *mounts(self.policy, *self._stubs())]
         if isinstance(limits, ContainerEnforcement):
             flags += limits.flags()
-        preexec, keep = None, ()
         report_fd = inner_env.get(FD_ENV)
         if report_fd is not None and report_fd.isdigit():
             # The outcome channel (an inherited pipe) reaches the container as its fd 3: the
             # client's child gets it there (dup2 between fork and exec), the engine passes it on.
-            flags.append("--preserve-fds=1")
             inner_env[FD_ENV] = str(_CHANNEL_FD)
-            preexec, keep = _dup_to(int(report_fd), _CHANNEL_FD), (_CHANNEL_FD,)
+            moves[int(report_fd)] = _CHANNEL_FD
+        if self.engine.name == "podman":  # docker passes no fds: its commands run unsupervised
+            status = self._status[name] = supervise.Status()
+            moves[status.write_fd] = _CHANNEL_FD + len(moves)
+            inner = supervise.wrap(inner, moves[status.write_fd])
+        if moves:
+            flags.append(f"--preserve-fds={len(moves)}")
+        preexec, keep = (_dup_to(moves), tuple(moves.values())) if moves else (None, ())
         for key in sorted(inner_env):
             flags.append(f"--env={key}")  # the value comes from the engine's own environment
         client_env = {**os.environ, **self.engine.env, **inner_env}
@@ -234,7 +246,9 @@ class ContainerBox:
         return (root if root.is_dir() or root_stub(self.policy, root) else None), self._stub / "empty"
 
     def started(self) -> None:
-        return None
+        """The harness's copy of the last command's status pipe closed (the child has its own)."""
+        if self._names and self._names[-1] in self._status:
+            self._status[self._names[-1]].release()
 
     def failure(self, returncode: int | None, output: str) -> str | None:
         """The engine's message when it never ran the command (exit 125-127 and its error line).
@@ -243,14 +257,39 @@ class ContainerBox:
         container removed by ``--rm`` already: ``close`` need not ask the engine again."""
         if returncode is not None and (0 <= returncode < 125 or returncode > 127) and self._names:
             self._settled.add(self._names[-1])
+        why = self._supervised(returncode, output)
+        if why is not None:
+            if self._names:
+                self._settled.discard(self._names[-1])  # ``close`` makes sure it is gone
+            self._failures.append(why)
+        return why
+
+    def _engine_error(self, returncode: int | None, output: str) -> str | None:
         if returncode not in (125, 126, 127):
             return None
         lines = [ln.strip() for ln in output.splitlines() if ln.strip().startswith(_ENGINE_ERROR)]
-        if not lines:
+        return f"{self.backend}: {lines[-1][:300]}" if lines else None
+
+    def _supervised(self, returncode: int | None, output: str) -> str | None:
+        """None when the last command ran and ended by itself; else why the box failed it.
+
+        Supervised (podman, ``supervise``): the supervisor's line decides, so a command that
+        prints an engine-like ``Error:`` and exits 127 is still the command's failure; without
+        the line the container ended under the command (the engine's own error when it gave
+        one: it never started it). Unsupervised (docker): the engine's error line alone."""
+        status = self._status.get(self._names[-1]) if self._names else None
+        if status is None or returncode is None:  # None: stopped by the harness (its timeout)
+            return None if returncode is None else self._engine_error(returncode, output)
+        status.release()
+        verdict = status.verdict()
+        if verdict == "exited":
             return None
-        why = f"{self.backend}: {lines[-1][:300]}"
-        self._failures.append(why)
-        return why
+        if verdict == "noexec":
+            return self._engine_error(returncode, output) or f"{self.backend}: the program is not in the image"
+        how = f"signal {-returncode}" if returncode < 0 else f"exit {returncode}"
+        return self._engine_error(returncode, output) or (
+            f"{self.backend}: the container ended before its command did ({how} of the engine client): "
+            "killed from outside the attempt, or the engine failed")
 
     def namespace(self) -> tuple[int, str] | None:
         return None
@@ -263,8 +302,13 @@ class ContainerBox:
         self._names = []
         if names:
             with contextlib.suppress(LedgerError):  # the folders are given back whatever the engine did
-                ignore = ["--ignore"] if self.engine.name == "podman" else []  # docker has no --ignore
+                # podman: no stop timeout (it would wait 10 s on a PID 1 that ignores SIGTERM);
+                # docker's rm --force kills at once and has no --ignore
+                ignore = ["--ignore", "--time=0"] if self.engine.name == "podman" else []
                 self.engine.call(["rm", "--force", *ignore, *names], timeout=60)
+        statuses, self._status = self._status, {}
+        for status in statuses.values():
+            status.close()
         stub, self._stub = self._stub, None
         if stub is not None:
             shutil.rmtree(stub, ignore_errors=True)

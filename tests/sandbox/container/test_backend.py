@@ -36,7 +36,8 @@ def agent_box(sandbox: ContainerSandbox, f: dict[str, Path], argv: list[str], hi
 
 def run(box, f: dict[str, Path], argv: list[str], limits=None, timeout: float = 120):
     cmd = box.command(argv, {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(f["home"])}, limits=limits)
-    proc = subprocess.run(cmd.argv, env=cmd.env, cwd=f["wt"], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd.argv, env=cmd.env, cwd=f["wt"], capture_output=True, text=True, timeout=timeout,
+                          pass_fds=cmd.pass_fds, preexec_fn=cmd.preexec)
     box.started()
     return proc.returncode, proc.stdout + proc.stderr, box.failure(proc.returncode, proc.stdout + proc.stderr)
 
@@ -111,7 +112,8 @@ def test_every_container_is_removed_whatever_happened(sandbox: ContainerSandbox,
     argv = ["/bin/sh", "-c", "echo TRIED outlive; sleep 300"]
     box = agent_box(sandbox, f, argv)
     cmd = box.command(argv, {"PATH": "/usr/bin:/bin"})
-    proc = subprocess.Popen(cmd.argv, env=cmd.env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd.argv, env=cmd.env, stdout=subprocess.PIPE, text=True, pass_fds=cmd.pass_fds,
+                            preexec_fn=cmd.preexec)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "TRIED outlive"
         name = box._names[-1]
@@ -197,3 +199,49 @@ def test_a_docker_box_gets_only_flags_docker_knows(tmp_path: Path) -> None:
     assert argv[0] == str(fake) and "--read-only" in argv and not any("read-only-tmpfs" in a for a in argv)
     box.close()
     assert log.read_text().startswith("rm --force ledger-agent-") and "--ignore" not in log.read_text()
+
+
+# Who ended a running command, and whether that is the box's failure (the harness's: an infra
+# failure) or the command's own ending (the agent's): one case each.
+ENDINGS = [
+    ("killed-from-outside", ["kill"], "the container ended before its command did"),
+    ("removed-from-outside", ["rm", "--force", "--time=0"], "the container ended before its command did"),
+    ("killed-itself", None, None),  # SIGKILL to its own process: exit 137, the command's
+    ("prints-an-engine-like-error", None, None),  # "Error: ..." and exit 127: still the command's
+]
+ENDING_ARGV = {
+    "killed-itself": "echo TRIED running; kill -9 $$",
+    "prints-an-engine-like-error": "echo TRIED running; echo 'Error: OCI runtime error: forged' >&2; exit 127",
+}
+
+
+@pytest.mark.parametrize("case,engine_cmd,want", ENDINGS, ids=[c[0] for c in ENDINGS])
+def test_who_ended_the_command(sandbox: ContainerSandbox, podman: engine.Engine, tmp_path: Path, case: str,
+                               engine_cmd: list[str] | None, want: str | None) -> None:
+    """A container ended under its running command (killed or removed from outside: the engine's
+    doing, proved running first) is the box's failure; a command that ended itself, however it
+    looks (SIGKILL, an engine-like error line and exit 127), is not. The container is gone."""
+    f = folders(tmp_path)
+    argv = ["/bin/sh", "-c", ENDING_ARGV.get(case, "echo TRIED running; sleep 300")]
+    box = agent_box(sandbox, f, argv)
+    cmd = box.command(argv, {"PATH": "/usr/bin:/bin"})
+    proc = subprocess.Popen(cmd.argv, env=cmd.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            pass_fds=cmd.pass_fds, preexec_fn=cmd.preexec)
+    box.started()
+    name = box._names[-1]
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "TRIED running"
+        if engine_cmd is not None:
+            state = podman.call(["inspect", "--format", "{{.State.Running}}", name], timeout=30, check=True)
+            assert state.stdout.strip() == "true"  # running when the engine ended it
+            podman.call([*engine_cmd, name], timeout=60, check=True)
+        _out, err = proc.communicate(timeout=60)
+        failed = box.failure(proc.returncode, err)
+    finally:
+        records = box.close()
+    if want is None:
+        assert failed is None and records.failures == (), (proc.returncode, err)
+        assert proc.returncode in (137, 127)
+    else:
+        assert failed is not None and want in failed and records.failures == (failed,)
+    assert containers_named(podman, name) == []

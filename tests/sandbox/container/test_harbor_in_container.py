@@ -70,7 +70,8 @@ def _attempt(podman: engine.Engine, task: Task, tmp: Path, agent: str) -> dict[s
                                          else (str(task.tests_dir),), extra_readable=readable))
     try:
         cmd = box.command(argv, vars_)
-        agent_run = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=120)
+        agent_run = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=120,
+                                   pass_fds=cmd.pass_fds, preexec_fn=cmd.preexec)
         assert box.failure(agent_run.returncode, agent_run.stderr) is None, agent_run.stderr
     finally:
         box.close()
@@ -86,7 +87,8 @@ def _attempt(podman: engine.Engine, task: Task, tmp: Path, agent: str) -> dict[s
         cmd = grading.command(["/bin/sh", "-c", task.grading.command],
                               {"PATH": PATH, "HOME": str(folders["ghome"]), "LEDGER_WORKDIR": str(folders["gwt"]),
                                "LEDGER_TESTS_DIR": str(task.tests_dir), "LEDGER_VERIFIER_DIR": str(verifier)})
-        graded = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=300)
+        graded = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=300,
+                                pass_fds=cmd.pass_fds, preexec_fn=cmd.preexec)
         assert grading.failure(graded.returncode, graded.stderr) is None, graded.stderr
     finally:
         grading.close()

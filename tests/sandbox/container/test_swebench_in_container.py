@@ -97,7 +97,8 @@ def _grade(podman: engine.Engine, task: Task, tmp: Path, *, solved: bool) -> sub
     try:
         argv = ["python", "-m", "pytest", "-rA", "-p", "no:cacheprovider", *task.fail_to_pass, *task.pass_to_pass]
         cmd = box.command(argv, {"PATH": PATH, "HOME": str(f["home"])})
-        proc = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd.argv, env=cmd.env, capture_output=True, text=True, timeout=300,
+                              pass_fds=cmd.pass_fds, preexec_fn=cmd.preexec)
         assert box.failure(proc.returncode, proc.stderr) is None, proc.stderr
     finally:
         box.close()
