@@ -141,8 +141,8 @@ def inner_command(argv: Sequence[str], env: Mapping[str, str], *, policy: Sandbo
                   home: str, scratch: str, forward: tuple[str, tuple[int, ...]] | None,
                   python: str) -> tuple[list[str], dict[str, str]]:
     """(argv, env) as they run inside a box of ``policy``: ``env`` re-homed
-    (``ledger.commandenv``) with the policy's own variables; with ``forward``, behind the forwarder run by ``python`` (the interpreter inside),
-    the proxy variables pointing at it."""
+    (``ledger.commandenv``) with the policy's own variables; with ``forward``, behind the
+    forwarder run by ``python`` (the interpreter inside), the proxy variables pointing at it."""
     inner_env = command_env(env, home=home, scratch=scratch, harness=False)
     inner_env.update(dict(policy.env))
     inner = list(argv)
