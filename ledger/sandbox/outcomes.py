@@ -108,6 +108,7 @@ class Report:
     overflow: bool = False
     after_end: int = 0  # records that arrived after the end record
     patched: list[str] = field(default_factory=list)  # pytest internals replaced during the run
+    runs: list[dict[str, Any]] = field(default_factory=list)  # a signal series' runs (signal_series)
 
     def summary(self) -> dict[str, Any]:
         return {"started": self.started, "ended": self.ended, "exitstatus": self.exitstatus,
@@ -164,6 +165,13 @@ def _take(rep: Report, rec: Any) -> None:
             rep.malformed = "patched names are not strings"
             return
         rep.patched.extend(n[:200] for n in names[:max(0, 100 - len(rep.patched))])
+    elif kind == "run":
+        run = _series_run(rec)
+        if run is None:
+            rep.malformed = "a series run record of the wrong shape"
+            return
+        if len(rep.runs) < 100:
+            rep.runs.append(run)
     elif kind == "end":
         status = rec.get("exitstatus")
         rep.ended = True
@@ -172,7 +180,25 @@ def _take(rep: Report, rec: Any) -> None:
         rep.malformed = "a record of an unknown kind"
 
 
-def parse_frames(rep: Report, buf: bytearray) -> None:
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _series_run(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """A signal series runner's record of one run (``ledger.sandbox.signal_series``)."""
+    said = rec.get("said")
+    status = said.get("exitstatus") if isinstance(said, dict) else None
+    if (not _int(rec.get("turn")) or not (rec.get("exit") is None or _int(rec.get("exit")))
+            or not isinstance(rec.get("timed_out"), bool)
+            or not isinstance(rec.get("s"), int | float) or isinstance(rec.get("s"), bool)
+            or not (said is None or (isinstance(said, dict) and _int(status)))):
+        return None
+    return {"turn": rec["turn"], "exit": rec["exit"], "timed_out": rec["timed_out"],
+            "s": float(rec["s"]), "ended": said is not None, "exitstatus": status,
+            "tail": _text(rec.get("tail"), 2000)}
+
+
+def parse_frames(rep: Report, buf: bytearray, on_record: Any = None) -> None:
     """Take every whole frame off the front of ``buf`` into ``rep`` (in place)."""
     pos = 0
     while rep.malformed is None and not rep.overflow and len(buf) - pos >= 4:
@@ -194,13 +220,18 @@ def parse_frames(rep: Report, buf: bytearray) -> None:
             rep.malformed = "a frame is not JSON"
             break
         _take(rep, rec)
+        if on_record is not None and rep.malformed is None:
+            on_record(rec)
     del buf[:pos]
 
 
 class ReportChannel:
     """One run's pipe and the thread that reads it (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_record: Any = None) -> None:
+        """``on_record``: called in the reader thread with each record taken (a signal series
+        feeds its next job from it)."""
+        self._on_record = on_record
         self._read, self._write = os.pipe()  # both close-on-exec; the child gets the write end
         self.report = Report()
         self._done = threading.Event()
@@ -236,7 +267,7 @@ class ReportChannel:
                     rep.overflow = True
                     continue
                 buf += chunk
-                parse_frames(rep, buf)
+                parse_frames(rep, buf, self._on_record)
         except OSError:
             pass
         finally:

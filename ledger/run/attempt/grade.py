@@ -15,7 +15,7 @@ from ledger.run.attempt.commands import Boxed, run_signal, run_suite
 from ledger.run.attempt.events import Out, Redact, emit_result, limit_hits
 from ledger.run.attempt.prepare import Attempt, attempt_limits
 from ledger.run.workspace import Workspace, install_hidden_tests, remove_tree
-from ledger.tasks.model import Task
+from ledger.tasks.model import Signal, Task
 
 if TYPE_CHECKING:
     from attest.canary import Canary, Derived
@@ -96,6 +96,29 @@ def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
     return result
 
 
+def _signal_results(ws: Workspace, runs: Sequence[tuple[int, Canary | None]],
+                    sigs: Sequence[Signal], redact: Redact, timeout: float,
+                    boxed: Boxed | None) -> list[dict[str, Any]]:
+    """The ``signal.result`` data of every run, in order: with a signal canary among them and
+    every run a ``python -c`` signal, one series in one sandboxed, traced interpreter
+    (``signalseries``: real and canary runs alike); otherwise one process each. A canary's
+    detail is not redacted (it never enters the journal)."""
+    from ledger.run.attempt.signalseries import SERIES_BACKENDS, run_series, series_jobs
+
+    redacts = [redact if c is None else no_filter for _i, c in runs]
+    plan = None
+    if boxed is not None and boxed.box.backend in SERIES_BACKENDS and any(
+            c is not None for _i, c in runs):
+        plan = series_jobs(sigs, timeout)
+    if plan is not None:
+        return run_series(ws, [(i, sig, r) for (i, _c), sig, r in zip(runs, sigs, redacts,
+                                                                       strict=True)],
+                          timeout=timeout, boxed=boxed, python=plan[0], jobs=plan[1])
+    return [run_signal(ws, i, sig, redact=r, timeout=timeout, boxed=boxed,
+                       log_name=f"signal-{turn}.log")
+            for turn, ((i, _c), sig, r) in enumerate(zip(runs, sigs, redacts, strict=True))]
+
+
 def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: float,
                  canaries: Derived | None, boxed: Boxed | None = None,
                  expected: Sequence[str] | None = None) -> None:
@@ -111,17 +134,14 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
         tc.install(canaries, task, ws.worktree)
     claims: dict[int, str] = {}
     mine: list[tuple[Canary, str]] = []
-    for turn, (index, c) in enumerate(signal_runs(task, canaries)):
+    runs = signal_runs(task, canaries)
+    sigs = [task.signals[i] if c is None else tc.signal_of(c, task) for i, c in runs]
+    for (index, c), sig, res in zip(runs, sigs, _signal_results(
+            ws, runs, sigs, redact, timeout, boxed), strict=True):
         if c is None:
-            sig = task.signals[index]
-            res = run_signal(ws, index, sig, redact=redact, timeout=timeout, boxed=boxed,
-                             log_name=f"signal-{turn}.log")
             emit_result(out, "signal.result", res)
             claims[index] = signal_claim(res, sig)
         else:
-            sig = tc.signal_of(c, task)
-            res = run_signal(ws, index, sig, redact=no_filter, timeout=timeout, boxed=boxed,
-                             log_name=f"signal-{turn}.log")
             mine.append((c, signal_claim(res, sig)))
     seen: dict[str, tuple[str, str]] = {
         c.key: (claim, claims.get(int(c.name.split(":")[1]), "missing")) for c, claim in mine}
