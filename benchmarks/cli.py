@@ -7,7 +7,10 @@
 Each command runs in a fresh interpreter (``sys.executable``), ``--rounds`` times, in rotating
 order; the median wall time of each is reported, and its ratio to ``python -c pass`` measured in
 the same run (target: <= 3x). ``ledger log`` reads a small journal (one run of a few entries)
-made up front in a temporary folder.
+made up front in a temporary folder. ``cpu`` gives the same medians and ratios of the children's
+CPU time (user + system), which other processes on a loaded machine move far less. With ``--baseline-rev`` both sides' commands run in the same
+rounds, interleaved, and ``vs_baseline`` gives current / baseline of each median (load that
+changes during the run hits both sides alike).
 
 The code under test is imported from ``PYTHONPATH`` (this checkout, or with ``--baseline-rev`` a
 ``git worktree`` of that commit made in a temporary folder and removed at the end), so both
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,48 +78,64 @@ def _commands(home: Path) -> dict[str, list[str]]:
     }
 
 
-def _time(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
+def _time(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the child: user + system, imports line)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:2])} ... exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
     imported = ""
     for line in proc.stderr.splitlines():
         if line.startswith("IMPORTED "):
             imported = line[len("IMPORTED "):]
-    return elapsed, imported
+    return elapsed, cpu, imported
 
 
-def measure(code_root: Path, rounds: int, tmp: Path) -> dict[str, Any]:
-    """Median start-up of each command with the code at ``code_root``, and ratios to python."""
-    home = tmp / ".ledger"
-    home.mkdir(parents=True, exist_ok=True)
-    _make_journal(code_root, home)
-    env = _env(code_root)
-    cmds = _commands(home)
-    names = list(cmds)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    imports: dict[str, list[str]] = {}
-    for name in names:  # warm the file cache and the bytecode once
-        _time(cmds[name], env, tmp)
+def measure(sides: dict[str, Path], rounds: int, tmp: Path) -> dict[str, dict[str, Any]]:
+    """Median start-up of each command for each side (``{label: code root}``), and ratios to
+    python. Every round runs every side's commands, in an order rotating over all of them, so a
+    baseline and the current code see the same load."""
+    runs: list[tuple[str, str, list[str], dict[str, str]]] = []
+    for label, code_root in sides.items():
+        home = tmp / label / ".ledger"
+        home.mkdir(parents=True, exist_ok=True)
+        _make_journal(code_root, home)
+        env = _env(code_root)
+        runs += [(label, name, argv, env) for name, argv in _commands(home).items()]
+    times: dict[tuple[str, str], list[float]] = {(label, name): [] for label, name, _a, _e in runs}
+    cpus: dict[tuple[str, str], list[float]] = {(label, name): [] for label, name, _a, _e in runs}
+    imports: dict[str, dict[str, list[str]]] = {label: {} for label in sides}
+    for _label, _name, argv, env in runs:  # warm the file cache and the bytecode once
+        _time(argv, env, tmp)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            elapsed, imported = _time(cmds[name], env, tmp)
-            times[name].append(elapsed)
+        for label, name, argv, env in runs[r % len(runs):] + runs[:r % len(runs)]:
+            elapsed, cpu, imported = _time(argv, env, tmp)
+            times[(label, name)].append(elapsed)
+            cpus[(label, name)].append(cpu)
             if name != "python":
                 top = sorted({m.split(".")[0] if not m.startswith("ledger.") else ".".join(m.split(".")[:2])
                               for m in imported.split(",") if m})
-                imports[name] = top
-    med = {n: statistics.median(v) for n, v in times.items()}
-    return {
-        "python_s": round(med["python"], 4),
-        "version_s": round(med["version"], 4),
-        "log_s": round(med["log"], 4),
-        "version_ratio": round(med["version"] / med["python"], 2),
-        "log_ratio": round(med["log"] / med["python"], 2),
-        "imports": imports,
-    }
+                imports[label][name] = top
+    out: dict[str, dict[str, Any]] = {}
+    for label in sides:
+        med = {name: statistics.median(v) for (side, name), v in times.items() if side == label}
+        cpu_med = {name: statistics.median(v) for (side, name), v in cpus.items() if side == label}
+        out[label] = {
+            "python_s": round(med["python"], 4),
+            "version_s": round(med["version"], 4),
+            "log_s": round(med["log"], 4),
+            "version_ratio": round(med["version"] / med["python"], 2),
+            "log_ratio": round(med["log"] / med["python"], 2),
+            "imports": imports[label],
+            # CPU time (user + system) of the same runs: far less moved by other load than wall
+            "cpu": {f"{name}_s": round(cpu_med[name], 4) for name in ("python", "version", "log")}
+            | {f"{name}_ratio": round(cpu_med[name] / cpu_med["python"], 2) for name in ("version", "log")},
+        }
+    return out
 
 
 def _worktree(rev: str, dest: Path) -> Path:
@@ -135,16 +155,20 @@ def main(argv: list[str] | None = None) -> int:
                                        "loadavg_start": list(os.getloadavg())}}
     with tempfile.TemporaryDirectory(prefix="ledger-cli-bench-") as tmp_s:
         tmp = Path(tmp_s)
-        out["current"] = measure(ROOT, args.rounds, tmp / "current")
+        sides = {"current": ROOT}
+        wt = tmp / "baseline-src"
         if args.baseline_rev:
-            wt = tmp / "baseline-src"
-            _worktree(args.baseline_rev, wt)
-            try:
-                out["baseline"] = {"rev": args.baseline_rev,
-                                   **measure(wt, args.rounds, tmp / "baseline")}
-            finally:
+            sides["baseline"] = _worktree(args.baseline_rev, wt)
+        try:
+            out.update(measure(sides, args.rounds, tmp))
+        finally:
+            if args.baseline_rev:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)],
                                capture_output=True)
+        if args.baseline_rev:
+            out["baseline"]["rev"] = args.baseline_rev
+            out["vs_baseline"] = {name: round(out["current"][f"{name}_s"] / out["baseline"][f"{name}_s"], 3)
+                                  for name in ("python", "version", "log")}
     out["machine"]["loadavg_end"] = list(os.getloadavg())
     cur = out["current"]
     out["ok"] = cur["version_ratio"] <= 3.0 and cur["log_ratio"] <= 3.0
