@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 import ledger
-from ledger.errors import LedgerError
-from ledger.home import LedgerHome
+
+if TYPE_CHECKING:
+    from ledger.home import LedgerHome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,12 +53,15 @@ COMMANDS: dict[str, str] = {
 }
 
 
-@dataclass
 class Ctx:
-    """What every command gets: where the ledger is, and whether to show tracebacks."""
+    """What every command gets: where the ledger is, and whether to show tracebacks. (A plain
+    class: ``ledger --version`` imports neither dataclasses nor ``ledger.home``.)"""
 
-    home: LedgerHome
-    debug: bool
+    __slots__ = ("home", "debug")
+
+    def __init__(self, home: LedgerHome, debug: bool) -> None:
+        self.home = home
+        self.debug = debug
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -90,6 +92,8 @@ class SandboxChoice(click.Choice):  # type: ignore[type-arg]
 
 
 def emit_json(value: Any) -> None:
+    import json
+
     click.echo(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
 
 
@@ -125,6 +129,8 @@ class LedgerGroup(click.Group):
         return dict(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from ledger.errors import LedgerError  # here: ``--version`` ends before any command
+
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
@@ -156,6 +162,8 @@ def cli(ctx: click.Context, ledger_path: str | None, debug: bool, log_format: st
     """eval-ledger: run coding agents on golden tasks; every event in a verifiable journal."""
     if log_format is not None:  # through the environment, so worker processes log alike
         os.environ["LEDGER_LOG_FORMAT"] = log_format
+    from ledger.home import LedgerHome
+
     ctx.obj = Ctx(home=LedgerHome.resolve(ledger_path), debug=debug)
 
 
