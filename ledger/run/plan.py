@@ -300,7 +300,9 @@ def fresh_plan(home: LedgerHome, journal: Journal, req: RunRequest, cfg: LedgerC
         raise UsageError(f"--trace must be one of {', '.join(TRACE_MODES)}")
     _check_trace(trace)
     for mode in dict.fromkeys(backends.values()):
-        if mode != "none":
+        # A container engine's probe has started a container already; an agent box of it that
+        # cannot start is each attempt's sandbox.failed (exit 3 when none of the agent's started).
+        if mode != "none" and not _in_container(mode):
             _preflight_sandboxes(mode, agents, specs, hidden=[str(home.path)])
     sandbox, by_task = run_sandbox(backends)
     if repeat < 1 or parallel < 1:

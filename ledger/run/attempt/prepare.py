@@ -69,12 +69,17 @@ def baseline_tree(ws: Workspace) -> Workspace:
 def resolve_sandbox(settings: AttemptSettings) -> SandboxStatus:
     """The backend the coordinator resolved ``--sandbox`` to, checked on this node
     (``ledger.sandbox.registry.resolve``: a named backend that does not work here is
-    ``NothingToRun``, exit 3)."""
+    ``NothingToRun``, exit 3); a container engine is not probed again (see below)."""
     from ledger.errors import EngineFailed
-    from ledger.sandbox.registry import resolve
+    from ledger.sandbox.port import SandboxStatus
+    from ledger.sandbox.registry import is_engine, resolve
 
     if settings.environment_error:  # the run could not make the task's image: a harness error
         raise EngineFailed(f"the task's environment is not ready: {settings.environment_error}")
+    if is_engine(settings.sandbox):
+        # No probe container per worker: the plan ran one, and an engine that fails on this
+        # node fails the attempt's first box command (sandbox.failed, an infra failure).
+        return SandboxStatus(settings.sandbox, settings.sandbox, "probed by the run")
     return resolve(settings.sandbox)
 
 
