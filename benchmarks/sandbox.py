@@ -17,9 +17,13 @@
 * capture on syscall-heavy agents: two honest ``cmd:`` agents on a task whose repository holds
   20,000 more small files (``walk-read``: walks the worktree and reads every file, then fixes
   the bug; ``walk-read-pytest``: the same, then runs the repository's pytest three times), each
-  run ``--trace strace`` and ``--trace none`` in the default sandbox, one attempt per run,
-  interleaved in ``--rounds`` rounds. Reported per agent: the agent's own wall time
-  (``agent.finished.wall_s``) traced vs untraced (medians, ratio, per-round ratios; target
+  run untraced (``--trace none``) and traced (``--trace strace``) in the default sandbox with each
+  capture of ``--capture`` (``fanotify``: the opens from the kernel, the rest from strace,
+  ``agent.started.capture`` ``fanotify+strace``; ``strace``: strace alone,
+  ``LEDGER_CAPTURE_FANOTIFY=off``; default both), one attempt per run, each run in a process of
+  its own (the capture is chosen by the environment its workers start with), the modes' order
+  rotating over ``--heavy-rounds`` rounds. Reported per agent and capture: the agent's own wall
+  time (``agent.finished.wall_s``) traced vs untraced (medians, ratio, per-round ratios; target
   <= 1.25) and the journal bytes of one attempt (every entry of the attempt; target <= 2x the
   untraced attempt's), with the capture filter the harness used (``agent.started.trace_filter``).
   ``--filter ptrace`` measures the fallback (``LEDGER_TRACE_SECCOMP=off``) instead.
@@ -35,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -120,52 +126,83 @@ def in_process(home: LedgerHome, pairs: int) -> dict[str, Any]:
             "added_ok": med["bwrap"] - med["none"] <= 50}
 
 
-def heavy(home: LedgerHome, folder: Path, rounds: int) -> dict[str, Any]:
-    """The syscall-heavy agents, traced and untraced, interleaved: agent wall and journal bytes."""
+CAPTURES = ("fanotify", "strace")
+
+
+def _heavy_once(home: LedgerHome, spec: str, mode: str) -> dict[str, Any]:
+    """One run of ``spec`` in a process of its own: ``mode`` none (untraced), fanotify or strace
+    (traced, ``LEDGER_CAPTURE_FANOTIFY=off``)."""
+    env = dict(os.environ)
+    env.pop("LEDGER_CAPTURE_FANOTIFY", None)
+    if mode == "strace":
+        env["LEDGER_CAPTURE_FANOTIFY"] = "off"
+    trace = "none" if mode == "none" else "strace"
+    proc = subprocess.run([sys.executable, __file__, "--heavy-once", str(home.path), spec, trace],
+                          env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"heavy run {mode} failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def heavy_once(home_path: str, spec: str, trace: str) -> dict[str, Any]:
+    """The child's side of ``_heavy_once``: one attempt, its row."""
+    home = LedgerHome(Path(home_path))
+    req = RunRequest(tiers=("heavy",), agents=(spec,), repeat=1, parallel=1, trace=trace,
+                     sandbox="bwrap")
+    summary = execute_run(home, req)
+    row = _heavy_row(home, summary.run_id)
+    res = summary.results[0]
+    row["outcome"] = "passed" if res.hidden_passed else "failed"
+    row["attestation"] = res.attestation or "-"
+    return row
+
+
+def heavy(home: LedgerHome, folder: Path, rounds: int,
+          captures: tuple[str, ...] = CAPTURES) -> dict[str, Any]:
+    """The syscall-heavy agents, untraced and traced with each capture, in rotating order:
+    agent wall and journal bytes."""
     make_heavy_task(home)
     agents: dict[str, str] = {}
     for name, body in (("walk-read", WALK), ("walk-read-pytest", PYTEST)):
         path = folder / f"{name}.py"
         path.write_text(body)
         agents[name] = f"cmd:{sys.executable} {path}"
+    modes = ("none", *captures)
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in range(rounds):
         for name, spec in agents.items():
-            for mode in (("strace", "none") if r % 2 == 0 else ("none", "strace")):
-                req = RunRequest(tiers=("heavy",), agents=(spec,), repeat=1, parallel=1,
-                                 trace=mode, sandbox="bwrap")
-                summary = execute_run(home, req)
-                row = _heavy_row(home, summary.run_id)
-                res = summary.results[0]
-                row["outcome"] = "passed" if res.hidden_passed else "failed"
-                row["attestation"] = res.attestation or "-"
-                rows.setdefault((name, mode), []).append(row)
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
+                rows.setdefault((name, mode), []).append(_heavy_once(home, spec, mode))
     out: dict[str, Any] = {"files": HEAVY_FILES, "rounds": rounds}
     for name in agents:
-        traced, plain = rows[(name, "strace")], rows[(name, "none")]
-        wall_t = statistics.median(x["agent_s"] for x in traced)
-        wall_n = statistics.median(x["agent_s"] for x in plain)
-        bytes_t = statistics.median(x["bytes"] for x in traced)
-        bytes_n = statistics.median(x["bytes"] for x in plain)
-        out[name] = {
-            "trace_filter": sorted({x["filter"] for x in traced}),
-            "outcomes": sorted({f"{x['outcome']}/{x['attestation']}" for x in traced + plain}),
-            "agent_s_median_traced": round(wall_t, 3),
-            "agent_s_median_untraced": round(wall_n, 3),
-            "agent_s_ratio": round(wall_t / wall_n, 3),
-            "agent_s_ratio_per_round": [round(t["agent_s"] / u["agent_s"], 3)
-                                        for t, u in zip(traced, plain, strict=True)],
-            "agent_s_ratio_target": 1.25,
-            "agent_s_ratio_ok": wall_t / wall_n <= 1.25,
-            "journal_bytes_traced": round(bytes_t),
-            "journal_bytes_untraced": round(bytes_n),
-            "journal_bytes_ratio": round(bytes_t / bytes_n, 3),
-            "journal_bytes_ratio_target": 2.0,
-            "journal_bytes_ratio_ok": bytes_t / bytes_n <= 2.0,
-            "entries_traced": statistics.median(x["entries"] for x in traced),
-            "entries_untraced": statistics.median(x["entries"] for x in plain),
-        }
+        out[name] = {c: _heavy_figures(rows[(name, c)], rows[(name, "none")]) for c in captures}
     return out
+
+
+def _heavy_figures(traced: list[dict[str, Any]], plain: list[dict[str, Any]]) -> dict[str, Any]:
+    wall_t = statistics.median(x["agent_s"] for x in traced)
+    wall_n = statistics.median(x["agent_s"] for x in plain)
+    bytes_t = statistics.median(x["bytes"] for x in traced)
+    bytes_n = statistics.median(x["bytes"] for x in plain)
+    return {
+        "capture": sorted({x["capture"] for x in traced}),
+        "trace_filter": sorted({x["filter"] for x in traced}),
+        "outcomes": sorted({f"{x['outcome']}/{x['attestation']}" for x in traced + plain}),
+        "agent_s_median_traced": round(wall_t, 3),
+        "agent_s_median_untraced": round(wall_n, 3),
+        "agent_s_ratio": round(wall_t / wall_n, 3),
+        "agent_s_ratio_per_round": [round(t["agent_s"] / u["agent_s"], 3)
+                                    for t, u in zip(traced, plain, strict=True)],
+        "agent_s_ratio_target": 1.25,
+        "agent_s_ratio_ok": wall_t / wall_n <= 1.25,
+        "journal_bytes_traced": round(bytes_t),
+        "journal_bytes_untraced": round(bytes_n),
+        "journal_bytes_ratio": round(bytes_t / bytes_n, 3),
+        "journal_bytes_ratio_target": 2.0,
+        "journal_bytes_ratio_ok": bytes_t / bytes_n <= 2.0,
+        "entries_traced": statistics.median(x["entries"] for x in traced),
+        "entries_untraced": statistics.median(x["entries"] for x in plain),
+    }
 
 
 def _heavy_row(home: LedgerHome, run_id: str) -> dict[str, Any]:
@@ -174,7 +211,7 @@ def _heavy_row(home: LedgerHome, run_id: str) -> dict[str, Any]:
     mine = [e for e in items if e.data.get("attempt") == aid]
     started = next(e.data for e in mine if e.kind == "agent.started")
     return {"agent_s": p["agent"], "bytes": sum(len(e.raw) for e in mine), "entries": len(mine),
-            "filter": started.get("trace_filter") or "-"}
+            "filter": started.get("trace_filter") or "-", "capture": started.get("capture") or "-"}
 
 
 def main() -> None:
@@ -187,11 +224,19 @@ def main() -> None:
                         help="interleaved rounds of the syscall-heavy agents (0: skip them)")
     parser.add_argument("--filter", choices=("auto", "ptrace"), default="auto",
                         help="ptrace: measure the capture without --seccomp-bpf")
+    parser.add_argument("--capture", choices=("both", *CAPTURES), default="both",
+                        help="the traced captures of the syscall-heavy agents: fanotify "
+                             "(fanotify+strace), strace (strace alone), or both")
+    parser.add_argument("--heavy-once", nargs=3, metavar=("HOME", "AGENT", "TRACE"),
+                        help=argparse.SUPPRESS)  # one heavy run, in its own process
     parser.add_argument("--only-heavy", action="store_true", help="only the syscall-heavy agents")
     parser.add_argument("--containers", action="store_true", help="the container backend's figures too")
     parser.add_argument("--only-containers", action="store_true", help="only the container backend's figures")
     parser.add_argument("--pairs", type=int, default=10, help="container vs bwrap attempt pairs")
     args = parser.parse_args()
+    if args.heavy_once:
+        print(json.dumps(heavy_once(*args.heavy_once)))
+        return
     if args.filter == "ptrace":
         import os
 
@@ -213,7 +258,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ledger-bench-sandbox-") as tmp:
         home = make_home(Path(tmp))
         if args.heavy_rounds > 0:
-            result["heavy"] = heavy(home, Path(tmp), args.heavy_rounds)
+            captures = CAPTURES if args.capture == "both" else (args.capture,)
+            result["heavy"] = heavy(home, Path(tmp), args.heavy_rounds, captures)
         if args.only_heavy:
             _print(result, args.json)
             return

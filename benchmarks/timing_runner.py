@@ -98,7 +98,7 @@ def _label(argv: Any) -> str:
 PHASES = {
     "ledger.agents.orphans": ("wait_tracer", "kill_attempt_processes", "tracers_of"),
     # the strace log is parsed while the agent runs; ``finish`` is the wait for its tail
-    "ledger.agents.trace": ("TraceFollower.finish",),
+    "ledger.agents.follow": ("TraceFollower.finish",),
     # the attempt's steps, patched where the pipeline calls them
     "ledger.run.attempt.pipeline": ("load_plan_task", "commit_ground_truth", "create_workspace"),
     "ledger.run.attempt.collect": ("take_diff",),

@@ -135,6 +135,9 @@ class ProcessOutcome:
     trace_reason: str = ""
     agent_error: dict[str, str] | None = None  # set when a watch stopped the agent early
     trace_partial: bool = False  # the tracer let go of the agent before the agent ended
+    # (or the box's capture of its opens missed some); why, when it is known
+    trace_partial_reason: str | None = None
+    capture: str | None = None  # with a trace: "fanotify+strace" | "strace" (``capture_mode``)
     sandbox_failed: str | None = None  # the box's ``failure``: the sandbox never ran the agent
     limits: dict[str, Any] | None = None  # ``Enforcement.as_data()``: values and mechanisms
     limit_hits: list[dict[str, Any]] = field(default_factory=list)  # ``limit.hit`` data

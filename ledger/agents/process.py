@@ -14,7 +14,12 @@ process group id is its pid) with stdin on ``/dev/null``, and then, in the calli
   escapes the sweep;
 * with tracing on, parses the strace log into activity events (``ledger.agents.trace``); files
   read outside the worktree are matched against the commitment with ``evidence`` (the
-  redactor's), and only the markers found are kept.
+  redactor's), and only the markers found are kept. Where the box reports the agent's file
+  opens itself (``box.captures_opens``: bwrap with fanotify), strace traces everything but the
+  opens (``strace_command(opens=False)``: the agent no longer stops on each ``openat``) and the
+  box's opens are merged into the same events (``ledger.agents.follow``); the capture is then
+  ``fanotify+strace`` (``capture_mode``), and one that missed opens (a mark refused, the
+  kernel's queue overflowed) makes the trace partial, as a tracer that let go does.
 
 Every captured text is redacted, filtered and bounded as ``ledger.agents.capture`` says before it
 enters an event or the outcome.
@@ -54,8 +59,9 @@ from ledger.agents.contracts import (
     no_filter,
 )
 from ledger.agents.orphans import MARKER_ENV
+from ledger.agents.follow import TraceFollower
 from ledger.agents.strace import strace_command, strace_status
-from ledger.agents.trace import Evidence, TraceFollower, TraceOptions
+from ledger.agents.trace import Evidence, TraceOptions
 from ledger.errors import UsageError
 
 MAX_LINE = 4 * 1024 * 1024  # longest stdout line handed to a transcript parser
@@ -63,6 +69,17 @@ GRACE_S = 2.0
 _READ_CHUNK = 64 * 1024
 _TRACE_MODES = ("auto", "strace", "none")
 _CHILD_FDS = ("status_w", "release_r")  # the waiter pipes' ends the child keeps
+CAPTURE_FANOTIFY = "fanotify+strace"  # opens from the box (the kernel), the rest from strace
+CAPTURE_STRACE = "strace"
+
+
+def capture_mode(mode: str, box: Any) -> str | None:
+    """How a run traced in ``mode`` (``resolve_trace``) captures the agent in ``box``:
+    ``CAPTURE_FANOTIFY`` where the box reports the opens itself, ``CAPTURE_STRACE``; None
+    untraced (``agent.started.capture``)."""
+    if mode != "strace":
+        return None
+    return CAPTURE_FANOTIFY if box is not None and box.captures_opens else CAPTURE_STRACE
 
 
 def resolve_trace(mode: str, box: Any = None) -> tuple[str, str]:
@@ -169,12 +186,15 @@ class _Launch:
     pipes: dict[str, int] = field(default_factory=dict)
     trace_dir: Path | None = None
     log_path: Path | None = None
+    opens: Any = None  # the box's capture of the agent's opens (``Box.capture_opens``)
 
     def discard(self) -> None:
         """Release what was made for a child that never ran (or was stopped at once)."""
         if self.trace_dir is not None:
             shutil.rmtree(self.trace_dir, ignore_errors=True)
         _close_fds(self.pipes)
+        if self.opens is not None:
+            self.opens.close()
         self.enforcement.close()
 
 
@@ -198,6 +218,8 @@ def _launch(inv: Invocation, env: dict[str, str], marker: str, mode: str, box: A
                 pipes[name + "_r"], pipes[name + "_w"] = os.pipe()
         if mode != "strace":
             env[MARKER_ENV] = marker
+        elif capture_mode(mode, box) == CAPTURE_FANOTIFY:
+            launch.opens = box.capture_opens()  # arms the next command
         confined = box.command(launch.argv, env, limits=enforcement,
                                waiter=(pipes["status_w"], pipes["release_r"]) if pipes else None)
     except BaseException:
@@ -210,7 +232,8 @@ def _launch(inv: Invocation, env: dict[str, str], marker: str, mode: str, box: A
     if mode == "strace":
         launch.trace_dir = Path(tempfile.mkdtemp(prefix="ledger-trace-"))
         launch.log_path = launch.trace_dir / "strace.log"
-        launch.argv = strace_command(launch.log_path, {MARKER_ENV: marker}) + launch.argv
+        launch.argv = strace_command(launch.log_path, {MARKER_ENV: marker},
+                                     opens=launch.opens is None) + launch.argv
     return launch
 
 
@@ -283,6 +306,8 @@ class _AgentRun:
             raise UsageError(f"cannot start agent {self.inv.argv[0]!r}: {why}") from None
         self.proc = proc
         launch.box.started()
+        if launch.opens is not None:  # marks the sandbox's mounts, then lets the agent start
+            launch.opens.begin(proc.pid)
         for key in _CHILD_FDS:
             if key in launch.pipes:
                 os.close(launch.pipes.pop(key))
@@ -308,7 +333,7 @@ class _AgentRun:
                              evidence=evidence, path_hit=path_hit),
                 keep=launch.box.trace_lines,
                 # content and argv are filtered while parsing; redact secrets (paths too), bound
-                post=lambda ev: sanitize_event(ev, redact_paths))
+                post=lambda ev: sanitize_event(ev, redact_paths), opens=launch.opens)
         self.streams: dict[int, Any] = {proc.stdout.fileno(): self.out,
                                         proc.stderr.fileno(): self.err}
         if self.waiter.fd is not None:
@@ -394,6 +419,8 @@ class _AgentRun:
             launch.enforcement.close()
             if self.follower is not None:
                 self.follower.abandon()
+            if launch.opens is not None:
+                launch.opens.close()
             if launch.trace_dir is not None:
                 shutil.rmtree(launch.trace_dir, ignore_errors=True)
             raise
@@ -422,9 +449,13 @@ class _AgentRun:
                 and launch.trace_dir is not None:
             try:
                 orphans.wait_tracer(launch.log_path, self.tracer_exclude)
-                trace_events = self.follower.finish()
+                # every process of the box has ended: its last closes are queued
+                tail = launch.opens.finish() if launch.opens is not None else []
+                trace_events = self.follower.finish(tail)
             finally:
                 self.follower.abandon()
+                if launch.opens is not None:
+                    launch.opens.close()
                 shutil.rmtree(launch.trace_dir, ignore_errors=True)
             for ts, ev in trace_events:
                 self.timed.append((ts, ev))
@@ -451,6 +482,9 @@ class _AgentRun:
         if self.disk.hit is not None:
             hits.append(dict(self.disk.hit))
         watch = self.watch
+        let_go = self.tracewatch is not None and self.tracewatch.partial
+        lost = launch.opens.lost if launch.opens is not None else None
+        partial_why = ("the tracer let go of the agent before it ended" if let_go else lost)
         return ProcessOutcome(
             exit_code=rc if rc is not None and rc >= 0 else None,
             signal=-rc if rc is not None and rc < 0 else None,
@@ -461,7 +495,9 @@ class _AgentRun:
             trace=launch.mode, trace_reason=trace_reason,
             agent_error=({k: clean(str(v)) for k, v in watch.verdict.items()}
                          if watch is not None and watch.verdict is not None else None),
-            trace_partial=self.tracewatch is not None and self.tracewatch.partial,
+            trace_partial=partial_why is not None, trace_partial_reason=partial_why,
+            capture=(CAPTURE_FANOTIFY if launch.opens is not None
+                     else capture_mode(launch.mode, None)),
             sandbox_failed=sandbox_failed, limits=launch.enforcement.as_data(), limit_hits=hits,
         )
 
@@ -522,4 +558,5 @@ def run_agent_process(
     return run.outcome(run.collect(), trace_reason)
 
 
-__all__ = ["GRACE_S", "MAX_LINE", "resolve_trace", "run_agent_process"]
+__all__ = ["CAPTURE_FANOTIFY", "CAPTURE_STRACE", "GRACE_S", "MAX_LINE", "capture_mode",
+           "resolve_trace", "run_agent_process"]

@@ -4,7 +4,9 @@ and the log's text format are ``ledger.agents.strace``).
 Events (see docs/VOCABULARY.md): ``fs.read`` / ``fs.write`` (from the open flags, ``creat``,
 renames, unlinks, ``mkdir``, ``truncate``, links), ``fs.read.summary`` (folded reads of
 interpreter and system files), ``proc.exec`` (successful ``execve``) and ``net.connect`` (every
-attempt, including refused and in-progress ones), all with ``source="strace"``. Failed opens and
+attempt, including refused and in-progress ones), all with ``source="strace"``; where the box
+reports the agent's file opens itself (``EventBuilder.opened``: fanotify, ``ledger.agents.follow``)
+its ``fs.read``/``fs.write`` have ``source="fanotify"``, the same shapes. Failed opens and
 execs (``ENOENT`` and friends) are skipped: nothing was read or run. Pseudo files under ``/dev``,
 ``/proc`` and ``/sys`` are skipped. Each path is reported once per attempt and direction (the
 first time), each endpoint once, except that a read of a path the agent wrote since its last
@@ -12,8 +14,8 @@ recorded read is recorded again (its content may have changed). The log is parse
 streaming pass (``iter_events``): a line at a time, only the per-attempt sets of paths seen are
 kept.
 
-What a read keeps is decided **when its log line is parsed**: ``TraceFollower`` parses the log in
-a thread while the agent runs, a few milliseconds behind it, and the tail once the tracer has
+What a read keeps is decided **when its log line is parsed**: ``TraceFollower``
+(``ledger.agents.follow``) parses the log in a thread while the agent runs, a few milliseconds behind it, and the tail once the tracer has
 exited. A read shows the file as it was at that moment (a file the agent changed right after
 reading it may show the new state, one it deleted at once shows none; a read after a write is
 recorded again, so the last state the agent read is always there):
@@ -50,7 +52,6 @@ import os
 import re
 import stat
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,9 +71,9 @@ from ledger.agents.strace import (
 
 CONTENT_LIMIT = 16 * 1024
 CONTENT_BUDGET = 4 * 1024 * 1024  # worktree content bytes captured per attempt, all files together
-WORKTREE_ENTRIES = 32  # reads of unwritten worktree files journaled one by one per attempt
+WORKTREE_ENTRIES = 8  # reads of unwritten worktree files journaled one by one per attempt
 FOLDED_FILES = 32  # folded (system) files listed one by one in fs.read.summary per attempt
-FOLDERS = 64  # folders the other folded files are counted in (then coarser: see _Builder._coarse)
+FOLDERS = 64  # folders the other folded files are counted in (then coarser: EventBuilder._coarse)
 SCAN_LIMIT = 1024 * 1024  # bytes of one file outside the worktree scanned against the commitment
 _PSEUDO = ("/dev/", "/proc/", "/sys/")
 _PSEUDO_EXACT = frozenset({"/dev", "/proc", "/sys"})
@@ -140,7 +141,10 @@ def _is_pseudo(resolved: str) -> bool:
     return resolved in _PSEUDO_EXACT or resolved.startswith(_PSEUDO)
 
 
-class _Builder:
+class EventBuilder:
+    """One attempt's activity events, from its syscalls (``events``) and, where the box reports
+    them itself, its file opens (``opened``), with the per-attempt state both share."""
+
     def __init__(self, opts: TraceOptions) -> None:
         self.opts = opts
         self.worktree = os.path.realpath(opts.worktree).encode("utf-8", "surrogateescape")
@@ -160,6 +164,7 @@ class _Builder:
         self.cwd: dict[int, bytes] = {}
         self.root_pid: int | None = None
         self.real_dirs: dict[bytes, bytes] = {}
+        self.opens_source: str | None = None  # who reported the opens, when not strace
 
     def _under(self, path: bytes, root: bytes | None) -> bool:
         return root is not None and (path == root or path.startswith(root.rstrip(b"/") + b"/"))
@@ -255,7 +260,7 @@ class _Builder:
         best = max((p for p in self.system if resolved.startswith(p)), key=len, default=b"")
         return best.rstrip(b"/") or b"/"
 
-    def fs(self, kind: str, named: bytes, resolved: bytes) -> Event | None:
+    def fs(self, kind: str, named: bytes, resolved: bytes, source: str = "strace") -> Event | None:
         res_text = text_of(resolved)
         if _is_pseudo(res_text):
             return None
@@ -286,7 +291,7 @@ class _Builder:
             "path": text_of(named),
             "resolved": res_text,
             "in_worktree": inside,
-            "source": "strace",
+            "source": source,
         }
         if kind == "fs.read":
             if inside:
@@ -316,7 +321,7 @@ class _Builder:
             return None
         files = [[text_of(p), sha, n] for p, (sha, n) in sorted(self.folded.items())]
         data: dict[str, Any] = {"files": files, "reads": sum(f[2] for f in files),
-                                "source": "strace"}
+                                "source": self.opens_source or "strace"}
         if self.folders:
             data["folders"] = [[text_of(p), n, opens] for p, (n, opens) in sorted(self.folders.items())]
             data["reads"] += sum(opens for _n, opens in self.folders.values())
@@ -324,6 +329,18 @@ class _Builder:
             data["worktree"] = {"files": len(self.wt_counted), "reads": self.wt_reads}
             data["reads"] += self.wt_reads
         return "fs.read.summary", data
+
+    def opened(self, path: bytes, *, read: bool, written: bool, source: str) -> list[Event]:
+        """A file (or folder) open the box reported itself, by its path in the box (the kernel's:
+        already resolved): ``fs.write`` when it was open for writing, then ``fs.read`` when it
+        was open read-only or run. The open flags are unknown: a file open read-write is a write
+        only (what can be read and written is the worktree, home and scratch, whose content the
+        agent put there itself)."""
+        self.opens_source = source
+        resolved = os.path.normpath(path)
+        out = [self.fs("fs.write", path, resolved, source) if written else None,
+               self.fs("fs.read", path, resolved, source) if read else None]
+        return [e for e in out if e is not None]
 
     def base_dir(self, sc: Syscall, fd_arg: str | None) -> bytes | None:
         if fd_arg is not None:
@@ -453,16 +470,16 @@ _PATH_WRITES: dict[str, list[tuple[int, int | None]]] = {
 }
 
 
-_SKIP_FAILED = frozenset({"open", "openat", "openat2", "creat", "execve", "execveat"})
+SKIP_FAILED = frozenset({"open", "openat", "openat2", "creat", "execve", "execveat"})
 
 
 def iter_events(lines: Iterable[str], opts: TraceOptions) -> Iterator[tuple[float, Event]]:
     """Activity events, each with its strace timestamp (unix seconds), in log order, in one
     streaming pass over ``lines``; the ``fs.read.summary`` of folded reads comes last, stamped
     with the time of the last syscall."""
-    builder = _Builder(opts)
+    builder = EventBuilder(opts)
     last = 0.0
-    for sc in iter_syscalls(iter(lines), skip_failed=_SKIP_FAILED):
+    for sc in iter_syscalls(iter(lines), skip_failed=SKIP_FAILED):
         last = sc.ts
         for ev in builder.events(sc):
             yield sc.ts, ev
@@ -476,91 +493,10 @@ def parse_strace_lines(lines: Iterable[str], opts: TraceOptions) -> list[tuple[f
     return list(iter_events(lines, opts))
 
 
+_Builder = EventBuilder  # the grading capture's name for it (ledger/run/attempt/gradetrace.py)
+
+
 def parse_strace_log(path: Path, opts: TraceOptions) -> list[tuple[float, Event]]:
     """Parse a strace log file, a line at a time (a large log never loads into memory at once)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         return list(iter_events(fh, opts))
-
-
-_FOLLOW_CHUNK = 256 * 1024
-FOLLOW_POLL_S = 0.005  # how long the follower sleeps when the log has nothing new
-
-
-def follow_lines(path: Path, done: threading.Event, poll_s: float = FOLLOW_POLL_S) -> Iterator[str]:
-    """The lines of a log that another process is still writing, each once it is complete.
-
-    Once ``done`` is set (the writer has exited), the rest of the file is read to its end,
-    a last line without a newline included. Bytes are decoded per line as UTF-8 with
-    ``errors="replace"``, the same text ``parse_strace_log`` reads (a newline never splits a
-    UTF-8 sequence).
-    """
-    while not path.exists():
-        if done.is_set():
-            return
-        done.wait(poll_s)
-    with open(path, "rb") as fh:
-        rest = b""
-        while True:
-            # the flag is read before the file: when it was set and a read then finds nothing,
-            # everything the writer wrote has been read
-            finished = done.is_set()
-            chunk = fh.read(_FOLLOW_CHUNK)
-            if chunk:
-                rest += chunk
-                *lines, rest = rest.split(b"\n")
-                for line in lines:
-                    yield line.decode("utf-8", "replace") + "\n"
-                continue
-            if finished:
-                if rest:
-                    yield rest.decode("utf-8", "replace")
-                return
-            done.wait(poll_s)
-
-
-class TraceFollower:
-    """Parses an attempt's strace log in a thread while the agent runs (``iter_events`` over
-    ``follow_lines``), so that only the log's tail is left to parse once the tracer has exited.
-
-    ``keep``: a filter over the log's lines (the box's ``trace_lines`` drops the box's own
-    set-up); ``post``: applied to each event in the thread (the caller's redaction). The events
-    are those ``parse_strace_log`` gives for the finished log, in the same order; what a read
-    keeps is decided shortly after the read (see the module docstring).
-    """
-
-    def __init__(self, path: Path, opts: TraceOptions,
-                 keep: Callable[[Iterable[str]], Iterable[str]] | None = None,
-                 post: Callable[[Event], Event] | None = None) -> None:
-        self._path = path
-        self._opts = opts
-        self._keep = keep
-        self._post = post
-        self._done = threading.Event()
-        self._events: list[tuple[float, Event]] = []
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._work, name="ledger-trace-follower", daemon=True)
-        self._thread.start()
-
-    def _work(self) -> None:
-        try:
-            lines: Iterable[str] = follow_lines(self._path, self._done)
-            if self._keep is not None:
-                lines = self._keep(lines)
-            post = self._post
-            for ts, event in iter_events(lines, self._opts):
-                self._events.append((ts, post(event) if post is not None else event))
-        except BaseException as exc:  # handed to finish(), in the attempt's thread
-            self._error = exc
-
-    def finish(self) -> list[tuple[float, Event]]:
-        """The events of the whole log; call once the tracer has exited (its log is complete)."""
-        self._done.set()
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._events
-
-    def abandon(self, timeout: float = 5.0) -> None:
-        """Stop following (the attempt is being torn down); the events are dropped."""
-        self._done.set()
-        self._thread.join(timeout)

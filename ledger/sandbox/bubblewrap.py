@@ -9,7 +9,12 @@
                                    the harness's pytest reporter, the task's test programs
     BwrapBox.command(argv, env)    ``bwrap_command``: the status pipe (a box that never ran its
                                    command), ``--info-fd`` when a waiter counts orphans, the
-                                   limits' init script inside; the box's HOME and TMPDIR
+                                   limits' init script inside; the box's HOME and TMPDIR;
+                                   ``--block-fd`` when ``capture_opens`` armed it
+    BwrapBox.capture_opens()       an agent box where fanotify works here
+                                   (``ledger.sandbox.fanotify``): the next command's file opens,
+                                   reported by the kernel through mount marks on the sandbox's
+                                   own mounts, set while bwrap's child waits on ``--block-fd``
 
 The policy of a box is ``box.policy`` (``SandboxPolicy``); ``as_data`` is its record, the same
 data ``agent.started`` and ``grading`` carried before the port (the agent's also names bwrap's
@@ -27,6 +32,7 @@ from typing import Any
 
 from ledger.sandbox import attempt_boxes
 from ledger.sandbox.bwrap import INSTALL_HINT, StartStatus, bwrap_command, probe_bwrap
+from ledger.sandbox.fanotify import CommandOpens, fanotify_status
 from ledger.sandbox.policy import SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
 from ledger.sandbox.tracelog import agent_lines
@@ -51,6 +57,7 @@ class BwrapBox:
         self._namespace: tuple[int, str] | None = None
         self._commands = 0
         self._failures: list[str] = []
+        self._opens: CommandOpens | None = None  # armed for the next command
 
     # ---- what it shows
 
@@ -67,6 +74,19 @@ class BwrapBox:
         return data
 
     # ---- running one command
+
+    @property
+    def captures_opens(self) -> bool:
+        """An agent box where fanotify works here (the grading capture keeps strace's opens:
+        its collection rule needs them in order with the rest)."""
+        return self.purpose == "agent" and fanotify_status()[0]
+
+    def capture_opens(self) -> CommandOpens | None:
+        """Arm the next ``command`` (``--block-fd``); the caller owns the capture returned."""
+        if not self.captures_opens:
+            return None
+        self._opens = CommandOpens()
+        return self._opens
 
     def enforcement(self, limits: Any, *, label: str) -> Any:
         from ledger.sandbox.limits import Enforcement
@@ -90,6 +110,10 @@ class BwrapBox:
             self._info = os.pipe()
             extra += ["--info-fd", str(self._info[1])]
             fds += [self._info[1], *waiter]
+        opens, self._opens = self._opens, None
+        if opens is not None:
+            extra += opens.args()
+            fds += opens.pass_fds
         init: Sequence[str] = ()
         if limits is not None:
             init = limits.init_script(*waiter) if waiter is not None else limits.init_script()

@@ -73,7 +73,7 @@ FAN_OPEN_EXEC = 0x1000
 FAN_Q_OVERFLOW = 0x4000
 FAN_ONDIR = 0x40000000
 FAN_NOFD = -1
-EVENTS = FAN_OPEN | FAN_OPEN_EXEC | FAN_CLOSE_WRITE | FAN_CLOSE_NOWRITE
+EVENTS = FAN_OPEN | FAN_OPEN_EXEC | FAN_CLOSE_WRITE | FAN_CLOSE_NOWRITE | FAN_ONDIR
 _AT_FDCWD = -100
 _AT_EMPTY_PATH = 0x1000
 _STATX_MNT_ID = 0x1000
@@ -107,6 +107,11 @@ class FileOpen:
     @property
     def written(self) -> bool:
         return bool(self.mask & FAN_CLOSE_WRITE)
+
+    @property
+    def directory(self) -> bool:
+        """A folder was opened (listed): ``FAN_ONDIR``."""
+        return bool(self.mask & FAN_ONDIR)
 
 
 _libc: ctypes.CDLL | None = None
@@ -195,18 +200,32 @@ def wait_blocked(parent: int, block_fd: int, timeout: float = 10.0) -> int:
     ``--block-fd``: every mount made, the command not started). ``FanotifyError`` when ``parent``
     ends first or ``timeout`` passes."""
     nr = _READ_NR.get(platform.machine())
+    own_ns = _mount_ns("self")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with open(f"/proc/{parent}/task/{parent}/children", "rb") as fh:
                 children = [int(c) for c in fh.read().split()]
+            with open(f"/proc/{parent}/stat", "rb") as fh:
+                state = fh.read().rpartition(b")")[2].split()[:1]
         except (OSError, ValueError):
             raise FanotifyError(0, "the sandbox ended before it could be marked") from None
+        if state in ([b"Z"], [b"X"]):
+            raise FanotifyError(0, "the sandbox ended before it could be marked")
         for child in children:
-            if _blocked(child, block_fd, nr):
+            # bwrap's child has a mount namespace of its own; a tracer's helper (strace runs
+            # before it execs bwrap) does not
+            if _mount_ns(child) not in (own_ns, None) and _blocked(child, block_fd, nr):
                 return child
         time.sleep(0.0005)
     raise FanotifyError(0, f"the sandbox did not reach its start within {timeout:.0f} s")
+
+
+def _mount_ns(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
 
 
 def _blocked(pid: int, fd: int, nr: int | None) -> bool:
@@ -251,10 +270,11 @@ class MountRecorder:
         lib = _lib()
         for mnt, point in namespace_mounts(pid):
             where = f"/proc/{pid}/root".encode() + point
+            root = self._root_of(where)  # before the mark: the harness's own open is not reported
             if lib.fanotify_mark(self.fd, FAN_MARK_ADD | FAN_MARK_MOUNT, EVENTS, _AT_FDCWD,
                                  where) != 0:
                 raise _error(f"fanotify_mark {point.decode('utf-8', 'replace')}")
-            self.mounts[mnt] = (point.rstrip(b"/"), self._root_of(where))
+            self.mounts[mnt] = (point.rstrip(b"/"), root)
         if not self.mounts:
             raise FanotifyError(0, "the sandbox has no mount to mark")
         return len(self.mounts)
@@ -317,8 +337,6 @@ class MountRecorder:
             if efd == FAN_NOFD or efd < 0:
                 continue
             try:
-                if mask & FAN_ONDIR:
-                    continue
                 path = self._path(efd)
             finally:
                 close(efd)
@@ -330,6 +348,7 @@ class MountRecorder:
         try:
             rel = os.readlink(b"/proc/self/fd/%d" % efd)
         except OSError:
+            self.unresolved += 1
             return None
         mnt = mount_id(efd)
         where = self.mounts.get(mnt) if mnt is not None else None
@@ -340,8 +359,9 @@ class MountRecorder:
         if rel.endswith(_DELETED):
             rel = rel[:-len(_DELETED)]
         if root != b"/" and (rel == root or rel.startswith(root.rstrip(b"/") + b"/")):
-            rel = rel[len(root.rstrip(b"/")):]
+            rel = rel[len(root.rstrip(b"/")):] or b"/"  # the mount's root itself (a folder)
         if not rel.startswith(b"/"):
+            self.unresolved += 1
             return None
         return (point + rel) if rel != b"/" else (point or b"/")
 
@@ -375,6 +395,89 @@ class MountRecorder:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fd = self._stop_r = self._stop_w = -1
+
+
+class CommandOpens:
+    """The file opens of one bubblewrap command, from its start to the end of its processes.
+
+        opens = CommandOpens()
+        argv = bwrap ... opens.args() ... -- CMD      (``--block-fd R``; pass ``opens.pass_fds``)
+        proc = Popen(argv, pass_fds=opens.pass_fds)
+        opens.started()                             the harness's copy of R closed
+        opens.begin(proc.pid)                       marks set, the command released (always)
+        ... opens.drain() ...                       the events so far
+        rest = opens.finish()                       once every process of the box has ended
+        opens.lost                                  None, or why the capture is incomplete
+        opens.close()
+
+    ``begin`` never raises: whatever fails (fanotify refused, the sandbox gone before it was
+    marked, a mark refused) lets the command go on unmarked and sets ``lost``, so the caller
+    cannot take a capture that missed opens for a complete one; so does a queue overflow or an
+    event whose file could not be named.
+    """
+
+    def __init__(self) -> None:
+        self._block_r, self._block_w = os.pipe()
+        self._r_open = True
+        self.recorder: MountRecorder | None = None
+        self.lost: str | None = None
+
+    def args(self) -> list[str]:
+        return ["--block-fd", str(self._block_r)]
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return (self._block_r,) if self._r_open else ()
+
+    def started(self) -> None:
+        if self._r_open:
+            os.close(self._block_r)
+            self._r_open = False
+
+    def begin(self, pid: int, timeout: float = 10.0) -> None:
+        """Mark the sandbox ``pid`` (bwrap) set up, then release its command."""
+        try:
+            self.recorder = MountRecorder()
+            child = wait_blocked(pid, self._block_r, timeout)
+            self.recorder.mark_namespace(child)
+            self.recorder.start()
+        except FanotifyError as exc:
+            self.lost = f"fanotify capture failed: {exc.strerror or exc}"
+        finally:
+            self.started()
+            if self._block_w >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(self._block_w, b"x")
+                os.close(self._block_w)
+                self._block_w = -1
+
+    def drain(self) -> list[FileOpen]:
+        return self.recorder.drain() if self.recorder is not None else []
+
+    def finish(self) -> list[FileOpen]:
+        """The events not drained yet; sets ``lost`` on an overflow or unnamed files."""
+        rec = self.recorder
+        if rec is None or rec.fd < 0:
+            return []
+        try:
+            rest = rec.stop()
+        except OSError as exc:
+            self.lost = self.lost or f"fanotify capture failed: {exc}"
+            return []
+        if rec.overflowed:
+            self.lost = self.lost or "the fanotify queue overflowed (FAN_Q_OVERFLOW)"
+        elif rec.unresolved:
+            self.lost = self.lost or f"fanotify reported {rec.unresolved} files it could not name"
+        return rest
+
+    def close(self) -> None:
+        self.started()
+        if self._block_w >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._block_w)
+            self._block_w = -1
+        if self.recorder is not None:
+            self.recorder.close()
 
 
 _status_lock = threading.Lock()
@@ -414,5 +517,5 @@ def _probe() -> tuple[bool, str]:
     return True, "fanotify mount marks available"
 
 
-__all__ = ["ENV", "EVENTS", "FanotifyError", "FileOpen", "MountRecorder", "fanotify_status",
+__all__ = ["ENV", "EVENTS", "CommandOpens", "FanotifyError", "FileOpen", "MountRecorder", "fanotify_status",
            "mount_id", "namespace_mounts", "wait_blocked"]

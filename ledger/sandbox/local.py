@@ -22,6 +22,7 @@ class LocalBox:
     isolated = False
     proxy = None
     captures_trace = True  # an ordinary process: strace around it sees it all
+    captures_opens = False  # no sandbox mounts to mark: strace traces the opens too
 
     def __init__(self, purpose: str, writable: Sequence[str]) -> None:
         self.purpose = purpose
@@ -35,6 +36,9 @@ class LocalBox:
         return self._writable
 
     def as_data(self) -> None:
+        return None
+
+    def capture_opens(self) -> None:
         return None
 
     def enforcement(self, limits: Any, *, label: str) -> Any:

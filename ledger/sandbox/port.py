@@ -40,6 +40,12 @@ Using the port (``attempt``: ``ledger/run/attempt/``; ``ledger tasks``' command 
                         own processes (False for a container engine's client): when it does not,
                         the agent's capture says so (trace ``none`` with the reason: the attempt
                         is not observed by a trace, never CLEAN on one)
+    ``box.captures_opens``  whether the box can report the file opens of its next command itself,
+                        from the kernel (bwrap's agent box where fanotify works here): then
+                        ``capture_opens()`` arms the next ``command`` and returns its capture
+                        (``ledger.sandbox.fanotify.CommandOpens``: ``begin(pid)`` once started,
+                        ``drain``, ``finish``, ``lost``), and the tracer need not stop the
+                        command on its opens; None from a box that cannot
 
 **The agent side** (``ledger/run/attempt/agent.py``, the bench's ``ledger/bench/confine.py``):
 the attempt asks the run's backend (``registry.get(plan's sandbox)``) for one ``agent_box`` while
@@ -203,8 +209,11 @@ class Box(Protocol):
     isolated: bool
     proxy: Any
     captures_trace: bool  # strace around ``command``'s argv sees the command's processes
+    captures_opens: bool  # ``capture_opens`` gives the kernel's record of the next command's opens
 
     def readable(self) -> tuple[str, ...]: ...
+
+    def capture_opens(self) -> Any: ...
 
     def writable(self) -> tuple[str, ...]: ...
 

@@ -339,7 +339,8 @@ def test_follower_parses_a_growing_log_like_the_finished_one(tmp_path: Path) -> 
     without a newline) give the events parse_strace_log gives for the finished file."""
     import threading
 
-    from ledger.agents.trace import TraceFollower, follow_lines, parse_strace_log
+    from ledger.agents.follow import TraceFollower, follow_lines
+    from ledger.agents.trace import parse_strace_log
 
     wt = (tmp_path / "wt").resolve()
     wt.mkdir()
@@ -368,7 +369,7 @@ def test_follower_parses_a_growing_log_like_the_finished_one(tmp_path: Path) -> 
 
 def test_follower_error_reaches_the_caller(tmp_path: Path) -> None:
     """A parser failure in the follower's thread is raised by finish(), not lost."""
-    from ledger.agents.trace import TraceFollower
+    from ledger.agents.follow import TraceFollower
 
     log = tmp_path / "strace.log"
     log.write_text("1 1.0 openat(AT_FDCWD</>, \"x\", O_RDONLY) = 3</x>\n")

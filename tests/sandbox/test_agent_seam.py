@@ -42,6 +42,10 @@ class RecordingBox:
         self.backend = NAME
         self.purpose, self.isolated = inner.purpose, inner.isolated
         self.proxy, self.captures_trace = inner.proxy, inner.captures_trace
+        self.captures_opens = inner.captures_opens
+
+    def capture_opens(self) -> Any:
+        return self.inner.capture_opens()
 
     def readable(self) -> tuple[str, ...]:
         return self.inner.readable()

@@ -254,7 +254,7 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
     from ledger.agents.capture import output_events, redact_secrets
     from ledger.agents.costs import estimate_cost
     from ledger.agents.errors import ReachWatch, classify
-    from ledger.agents.process import run_agent_process
+    from ledger.agents.process import capture_mode, run_agent_process
     from ledger.agents.strace import strace_filter
 
     task, agent, ws, out, redact = att.task, att.agent, att.ws, att.out, att.redact
@@ -270,7 +270,8 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
         "endpoints": prep.endpoints,
         "trace": prep.observed,
         "trace_reason": prep.reason,
-        **({"trace_filter": strace_filter()} if prep.mode == "strace" else {}),
+        **({"trace_filter": strace_filter(), "capture": capture_mode(prep.mode, box)}
+           if prep.mode == "strace" else {}),
         **_prompt_fields(task.prompt, redact),
         "version": agent.version(),
         "isolation": "sandbox" if box.isolated else "none",
@@ -314,6 +315,8 @@ def _agent_started_and_run(att: Attempt, prep: Prepared) -> bool:
         "agent_error": ({"kind": "sandbox_failed", "detail": f"the sandbox did not start: {failed}"}
                         if failed is not None else classify(profile.uses_model, outcome)),
         "trace_partial": outcome.trace_partial,
+        **({"trace_partial_reason": redact(outcome.trace_partial_reason)}
+           if outcome.trace_partial_reason else {}),
         "limits_hit": sorted({str(h["which"]) for h in outcome.limit_hits}),
     })
     return failed is None

@@ -155,6 +155,10 @@ class ContainerBox:
 
     isolated = True
     captures_trace = False  # strace of the engine client sees nothing of the container
+    captures_opens = False
+
+    def capture_opens(self) -> None:
+        return None
 
     def __init__(self, engine: engines.Engine, image: str, policy: SandboxPolicy, *, home: str, scratch: str,
                  proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None,
