@@ -48,6 +48,7 @@ print("created 17000 files", flush=True)
 """
 HONEST = """print("HONEST-RAN: reading the repository", flush=True)
 import os
+open("mathx/ops.py").read()  # first: the first reads of the starting tree keep entries
 for root, _dirs, files in os.walk("."):
     for name in files:
         if ".git" not in root:
@@ -144,7 +145,7 @@ def test_an_honest_agent_under_the_fanotify_capture_is_clean_and_its_reads_are_j
     assert run["started"]["capture"] == "fanotify+strace"
     assert run["att"]["verdict"] == "CLEAN", run["att"]["matches"]
     reads = [e.data for e in run["entries"] if e.kind == "fs.read"]
-    assert any(d["source"] == "fanotify" and d["in_worktree"] and d["path"].endswith("ops.py")
+    assert any(d["source"] == "fanotify" and d["in_worktree"] and d["path"].endswith("mathx/ops.py")
                for d in reads), reads
 
 
