@@ -17,7 +17,8 @@ from evaluators.compare import COMPONENTS, compare
 from evaluators.fold import KNOWN_KINDS, UNSCORED_HARNESS_KINDS
 from evaluators.registry import by_name, replay_run
 from evaluators.score import W_EFFICIENCY, W_QUALITY, W_SUCCESS
-from evaluators.views import compute_views
+from evaluators.structure import STRUCTURE_KINDS
+from evaluators.views import ReplayResult, compute_views
 from ledger.errors import LedgerError, UsageError, VerificationError
 from ledger.journal.codec import Entry
 from ledger.journal.journal import Journal
@@ -392,6 +393,7 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
     """
     verifier = resolve_verifier(ctx, vkey)
     with _open(ctx) as j:
+        size = j.size  # what the verify below covers
         try:
             j.verify(verifier=verifier)
         except VerificationError as exc:
@@ -399,8 +401,7 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
                 exc.check, "the journal fails verification, so replay refuses to run; "
                 "`ledger verify` shows the details", seq=exc.seq) from exc
         run_id = j.resolve_run(run_prefix)
-        entries = list(j.entries(run=run_id, check_canonical=False))
-    result = replay_run(entries, run_id)
+        result = replay_stored(j, run_id, stop=size)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False,
                               default=_bytes_repr))
@@ -423,6 +424,17 @@ def replay_cmd(ctx: Ctx, run_prefix: str | None, vkey: str | None, as_json: bool
             click.echo(f"  injected: seq {f.seq} {f.kind}{' of ' + f.attempt if f.attempt else ''}: {f.reason}")
     if not result.ok:
         sys.exit(1)
+
+
+def replay_stored(j: Journal, run_id: str, *, stop: int | None = None) -> ReplayResult:
+    """``replay_run`` over the run's entries below ``stop`` as a verified journal stores them:
+    its structure (run-level, ``attempt.started``, ``attestation`` and view entries) read first,
+    then every entry streamed through the fold once, never held (benchmarks/replay.py times
+    this call)."""
+    structure = list(j.entries(run=run_id, kind=STRUCTURE_KINDS, stop=stop,
+                               check_canonical=False))
+    return replay_run(j.entries(run=run_id, stop=stop, check_canonical=False), run_id,
+                      structure=structure)
 
 
 def _bytes_repr(value: Any) -> Any:

@@ -10,7 +10,7 @@ For speed the fold updates ``state`` in place and returns it; a state belongs to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from evaluators.fold_state import (  # re-exported: the fold's state is imported from here
@@ -30,7 +30,7 @@ from evaluators.fold_state import (  # re-exported: the fold's state is imported
     new_state,
 )
 from evaluators.grading import signal_verdict, suite_verdict
-from evaluators.structure import trusted
+from evaluators.structure import Finding, placed_stream, trusted
 from ledger.journal.codec import Entry
 
 # Every kind docs/VOCABULARY.md lists. Kinds outside this set are "unknown" (ignored, counted).
@@ -532,17 +532,26 @@ def fold(state: FoldState, entry: Entry) -> FoldState:
     return state
 
 
-def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldState:
+def fold_all(entries: Iterable[Entry], state: FoldState | None = None, *,
+             structure: Sequence[Entry] | None = None) -> FoldState:
     """Fold every entry of the run that the run's structure places (evaluators/structure.py) into
-    ``state`` (a new one when None); the others go to ``state.injected``, never into a view."""
+    ``state`` (a new one when None); the others go to ``state.injected``, never into a view.
+    ``structure``: the run's entries of ``STRUCTURE_KINDS``, read apart; ``entries`` (of the run
+    ``state`` names) then stream through once and are never held (``placed_stream``)."""
     st = new_state() if state is None else state
-    kept = trusted(entries, st.run_id)
-    st.injected.extend(kept.findings)
+    findings: list[Finding] = []
+    kept: Iterable[Entry]
+    if structure is None:
+        placed = trusted(entries, st.run_id)
+        st.injected.extend(placed.findings)
+        kept = placed.entries
+    else:
+        kept = placed_stream(entries, str(st.run_id), structure, findings)
     # ``fold`` inlined for the entries of the run (all but a few): one call less per entry;
     # ``st.entries`` is counted in a local and stored before each view.recorded (the only
     # handler that reads it, through the views) and at the end
     handlers, by_kind, run_id, n = _HANDLERS, st.by_kind, st.run_id, st.entries
-    for entry in kept.entries:
+    for entry in kept:
         if entry.run != run_id:
             st.entries = n
             fold(st, entry)  # another run's entry, or the first to name the run
@@ -562,6 +571,7 @@ def fold_all(entries: Iterable[Entry], state: FoldState | None = None) -> FoldSt
         n += 1
         by_kind[kind] = by_kind.get(kind, 0) + 1
     st.entries = n
+    st.injected.extend(findings)  # a stream's, known once it ended (no view reads them)
     return st
 
 

@@ -12,7 +12,7 @@ Pure: entries in, values out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -158,22 +158,39 @@ def by_name(name: str) -> Evaluator | None:
     return next((ev for ev in REGISTRY if ev.name == name), None)
 
 
-def replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+def replay_run(entries: Iterable[Entry], run_id: str, *,
+               structure: Sequence[Entry] | None = None) -> views.ReplayResult:
     """Replay every view ``run_id`` recorded, each with the evaluator that recorded it.
 
     With views of one evaluator, that evaluator's result; with none, the golden evaluator's
     (which says no view was recorded); with several, one result whose views are all of theirs
     and which is reproduced only when every one of them is.
+
+    ``structure``: the run's entries of ``STRUCTURE_KINDS`` (a kind-filtered read of the same
+    journal): the evaluators that recorded views are known from it, and a run of golden and
+    statistics views (what ``ledger run`` records) then streams ``entries`` through one fold
+    without holding them; the same result as without it.
     """
     # the run's entries are held in memory to see which evaluators recorded views before
     # replaying; building that list with the cyclic collector running cost more than the
     # statistics view itself (benchmarks/replay.py, ``stats_replay``): the whole replay runs
     # with it paused, and the list and the folds are freed before it resumes (views.replay)
     with views.cyclic_gc_paused():
-        return _replay_run(entries, run_id)
+        return _replay_run(entries, run_id, structure)
 
 
-def _replay_run(entries: Iterable[Entry], run_id: str) -> views.ReplayResult:
+def _replay_run(entries: Iterable[Entry], run_id: str,
+                structure: Sequence[Entry] | None) -> views.ReplayResult:
+    if structure is not None:
+        recorded = {str(e.data.get("evaluator")) for e in structure
+                    if e.run == run_id and e.kind == "view.recorded"}
+        if "bench" not in recorded:  # the cases below, the entries streamed through one fold
+            stream = entries  # other runs' entries are dropped by the placement
+            if Statistics.name in recorded:
+                return views.replay(stream, run_id, evaluators=_sv().EVALUATORS,
+                                    golden=views.EVALUATOR_NAME in recorded, older=_sv().OLDER,
+                                    structure=structure)
+            return views.replay(stream, run_id, structure=structure)  # golden, or no view
     seen = [e for e in entries if e.run == run_id]
     recorded = {str(e.data.get("evaluator")) for e in seen if e.kind == "view.recorded"}
     if Statistics.name in recorded and "bench" not in recorded:

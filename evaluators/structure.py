@@ -32,14 +32,14 @@ fold counts them as unknown).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from attest.attestation import RESULT_KINDS
 from ledger.journal.codec import Entry
 
-__all__ = ["RESULT_KINDS", "Finding", "Trusted", "trusted"]
+__all__ = ["RESULT_KINDS", "STRUCTURE_KINDS", "Finding", "Trusted", "placed_stream", "trusted"]
 
 
 @dataclass(frozen=True)
@@ -289,30 +289,65 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
     es = entries if isinstance(entries, list | tuple) else list(entries)
     if run_id is None:
         run_id = next((e.run for e in es if e.run is not None), None)
-    placer = _Placer(_structure(es, run_id))
-    kept: list[Entry] = []
     findings: list[Finding] = []
+    kept = tuple(_placed(es, run_id, _structure(es, run_id), findings))
+    return Trusted(kept, tuple(findings))
+
+
+STRUCTURE_KINDS = frozenset({"run.started", "run.resumed", "run.finished", "view.recorded",
+                             "attempt.started", "attestation"})
+"""The kinds that make a run's structure (segments, spans, attestations) and name its recorded
+views: the entries :func:`placed_stream` needs before the others stream past."""
+
+
+def placed_stream(entries: Iterable[Entry], run_id: str, structure: Sequence[Entry],
+                  findings: list[Finding]) -> Iterator[Entry]:
+    """What ``trusted(entries, run_id)`` keeps of the run, as a stream that never holds it.
+
+    ``structure``: the run's entries of ``STRUCTURE_KINDS`` (a separate, kind-filtered read of
+    the same journal), from which the run's structure is made first; ``entries`` then stream
+    through the placement once (other runs' entries are dropped: the fold would only count
+    them); ``findings`` is filled as they go. The structural entries met on the way must be
+    exactly those of ``structure`` (same seqs and bytes), or ``ValueError`` once the stream
+    ends: a structure read from another state of the journal would misplace entries.
+    """
+    mine = [e for e in structure if e.run == run_id and e.kind in STRUCTURE_KINDS]
+    return _placed(entries, run_id, _structure(mine, run_id), findings, mine)
+
+
+def _placed(es: Iterable[Entry], run_id: str | None, st: _Structure, findings: list[Finding],
+            mine: list[Entry] | None = None) -> Iterator[Entry]:
+    """Pass 2: every entry that counts, in order; the others go to ``findings``. ``mine``: the
+    run's entries of STRUCTURE_KINDS that the stream must hold (``placed_stream``); other runs'
+    entries are then dropped instead of passed through."""
+    placer = _Placer(st)
     classes: dict[str, int] = {}
+    structural: dict[str, bool] = {}
+    met: list[Entry] = []
     attempt_entry, run_entry = placer.attempt_entry, placer.run_entry
-    spans, activity, keep = placer.st.spans, _ATTEMPT_ACTIVITY, kept.append
+    spans, activity, others = placer.st.spans, _ATTEMPT_ACTIVITY, mine is None
     prev_kind: str | None = None
     for e in es:
         if e.run != run_id:
-            keep(e)
+            if others:
+                yield e
             continue
         k = e.kind
         c = classes.get(k)
         if c is None:
             c = classes[k] = _kind_class(k)
+            structural[k] = not others and k in STRUCTURE_KINDS
         if c == activity:
             # most entries (reads, writes, tool calls): inside their attempt's span is all the
             # rule asks of them, checked here without a call (attempt_entry's first branch)
             a = e.data.get("attempt")
             span = spans.get(a) if type(a) is str else None
             if span is not None and span[0] < e.seq < span[1]:
-                keep(e)
+                yield e
                 prev_kind = k
                 continue
+        if structural[k]:
+            met.append(e)
         if c >= _ATTEMPT_STARTED:  # the attempt kinds
             bad = attempt_entry(e, c)
         elif c == _PASS:
@@ -323,6 +358,8 @@ def trusted(entries: Iterable[Entry], run_id: str | None = None) -> Trusted:
         if bad is not None:
             findings.append(Finding(e.seq, e.kind, e.run, bad[0], bad[1]))
             continue
-        keep(e)
+        yield e
         prev_kind = k
-    return Trusted(tuple(kept), tuple(findings))
+    if mine is not None and [(e.seq, e.raw) for e in met] != [(e.seq, e.raw) for e in mine]:
+        raise ValueError(f"run {run_id}: the structure entries given are not the run's "
+                         f"({len(mine)} given, {len(met)} in the entries)")

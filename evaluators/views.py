@@ -449,7 +449,7 @@ def replay(entries: Iterable[Entry], run_id: str, *,
            | None = None,
            golden: bool = True,
            older: Mapping[str, Callable[[FoldState], dict[str, Any]]] | None = None,
-           ) -> ReplayResult:
+           structure: Sequence[Entry] | None = None) -> ReplayResult:
     """Recompute every recorded view of ``run_id`` and compare it field by field.
 
     Each ``view.recorded`` entry is compared with the view of the run's entries before it.
@@ -460,18 +460,21 @@ def replay(entries: Iterable[Entry], run_id: str, *,
     in the same pass (the statistics view, evaluators/stats_view.py); ``golden=False`` replays
     only those. ``older``: the views of those evaluators' earlier versions, keyed
     ``name@version``: a ``view.recorded`` of that version is recomputed by its own function.
+    ``structure``: the run's entries of ``evaluators.structure.STRUCTURE_KINDS``, read apart:
+    ``entries`` then stream through the fold once, never held (``fold_all``).
     """
     # the whole replay with the collector paused, and every entry and the fold state freed
     # before it resumes: a collection after the pause walks every object allocated during it
     # that is still alive (about 1.3 s of CPU for a 500,000-entry run, benchmarks/replay.py)
     with cyclic_gc_paused():
-        return _replay(entries, run_id, evaluators, golden, older)
+        return _replay(entries, run_id, evaluators, golden, older, structure)
 
 
 def _replay(entries: Iterable[Entry], run_id: str,
             evaluators: Mapping[str, tuple[str, Callable[[FoldState], dict[str, Any]]]] | None,
             golden: bool,
-            older: Mapping[str, Callable[[FoldState], dict[str, Any]]] | None) -> ReplayResult:
+            older: Mapping[str, Callable[[FoldState], dict[str, Any]]] | None,
+            structure: Sequence[Entry] | None = None) -> ReplayResult:
     state = _prepared_for_replay(run_id)
     if not golden:
         state.view_fn, state.view_name = None, None
@@ -480,7 +483,7 @@ def _replay(entries: Iterable[Entry], run_id: str,
     state.other_views.update(older or {})
     names = ([EVALUATOR_NAME] if golden else []) + sorted(others)
     label = " and ".join(names)
-    state = fold_all(entries, state)
+    state = fold_all(entries, state, structure=structure)
     views: list[ReplayedView] = []
     for rv in state.recorded_views:
         if rv.computed is None:

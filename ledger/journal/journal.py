@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,9 @@ class RunInfo:
     config: dict[str, Any]
     state: str  # "finished" | "interrupted" | "running"
     finished_ts: int | None
+
+
+_body = itemgetter(1)  # (seq, body) -> body: bytes, as sqlite3 returns a BLOB
 
 
 class Journal:
@@ -175,16 +179,17 @@ class Journal:
         return self._store.head()
 
     def entries(self, *, start: int = 0, stop: int | None = None, run: str | None = None,
-                task: str | None = None, kind: str | None = None,
+                task: str | None = None, kind: str | Collection[str] | None = None,
                 check_canonical: bool = True) -> Iterator[Entry]:
-        """Decoded entries in seq order; filters combine.
+        """Decoded entries in seq order; filters combine (``kind``: one, or any of several).
 
         ``check_canonical=False`` skips the canonical re-encoding check; use it only right after
         ``verify()`` passed on this journal (the hashes then pin the bytes), as ``replay`` does.
         """
         decode = decode_entry if check_canonical else decode_entry_trusted
-        for _seq, body in self._store.rows(start=start, stop=stop, run=run, task=task, kind=kind):
-            yield decode(bytes(body))
+        # map over map: no Python frame per entry between the store's rows and the decoder
+        rows = self._store.rows(start=start, stop=stop, run=run, task=task, kind=kind)
+        return map(decode, map(_body, rows))
 
     def entry(self, seq: int) -> Entry:
         for e in self.entries(start=seq, stop=seq + 1):

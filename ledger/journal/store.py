@@ -13,7 +13,7 @@ import inspect
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -397,9 +397,10 @@ class Store:
         return int(row[0]), bytes(row[1])
 
     def rows(self, *, start: int = 0, stop: int | None = None, run: str | None = None,
-             task: str | None = None, kind: str | None = None,
+             task: str | None = None, kind: str | Collection[str] | None = None,
              batch: int = 5000) -> Iterator[tuple[int, bytes]]:
-        """Yield (seq, body) in seq order, filtered through the span index."""
+        """Yield (seq, body) in seq order, filtered through the span index (``kind``: one, or
+        a collection of kinds)."""
         params: list[Any]
         if run is None and task is None and kind is None:
             where, params = ["seq >= ?"], [start]
@@ -426,9 +427,12 @@ class Store:
                 where += ["s.first < ?", "e.seq < ?"]
                 params += [stop, stop]
             for column, value in (("run", run), ("task", task), ("kind", kind)):
-                if value is not None:
+                if isinstance(value, str):
                     where.append(f"s.{column} = ?")
                     params.append(value)
+                elif value is not None:  # kinds: any of them
+                    where.append(f"s.{column} IN ({', '.join('?' * len(value))})")
+                    params += sorted(value)
             sql = ("SELECT e.seq, e.body FROM spans AS s CROSS JOIN entries AS e "
                    f"ON e.seq BETWEEN s.first AND s.last WHERE {' AND '.join(where)} "
                    "ORDER BY s.first, e.seq")
