@@ -139,7 +139,7 @@ class EnvironmentConfinement:
         from ledger.sandbox.container.backend import ContainerSandbox
 
         ready = self.ready(env, base)
-        backend = ContainerSandbox(self.engine.name).for_image(ready.ref)
+        backend = ContainerSandbox(self.engine.name).for_image({"image": ready.ref, "workdir": env.workdir})
         root = Path(root).resolve()
 
         def request(argv: Sequence[str], cwd: Path, path_env: str) -> GradingRequest:

@@ -32,8 +32,8 @@ class Environment:
     ``image`` names an image by tag (``localhost/x:1``) or by digest (``name@sha256:...``);
     ``dockerfile`` is a path inside the task folder and ``context`` the build context folder
     (default: the Dockerfile's folder), both relative to the task folder. ``workdir`` is the task's
-    own working folder in its image (the Dockerfile's last ``WORKDIR``, else ``/app``; recorded: the
-    container backend mounts the worktree at its host path, docs/ENVIRONMENTS.md).
+    own working folder in its image (the Dockerfile's last ``WORKDIR``, else ``/app``): the container
+    backend mounts the worktree there as well as at its host path (docs/ENVIRONMENTS.md).
     """
 
     image: str | None = None

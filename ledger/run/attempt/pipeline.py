@@ -100,7 +100,10 @@ def _prepare(plan: AttemptPlan, settings: AttemptSettings, out: Out
     from ledger.sandbox.registry import bound
 
     # a container backend runs the task's image
-    backend = bound(resolve_sandbox(settings).mode, settings.image)
+    image = settings.image
+    if image and task.environment is not None:  # its boxes mount the worktree at the task's workdir too
+        image = {**image, "workdir": task.environment.workdir}
+    backend = bound(resolve_sandbox(settings).mode, image)
     out.phase("workspace")
     ws = create_workspace(task, history=load_repo_history(task), shadow_git=backend.isolated)
     _CURRENT[plan.attempt_id] = ws

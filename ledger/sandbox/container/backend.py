@@ -46,7 +46,7 @@ from ledger.sandbox.attempt_boxes import agent_setup, grading_policy, inner_comm
 from ledger.sandbox.container import engine as engines
 from ledger.sandbox.container import supervise
 from ledger.sandbox.outcomes import FD_ENV
-from ledger.sandbox.paths import SYSTEM_PATHS, under
+from ledger.sandbox.paths import SYSTEM_PATHS, TOO_WIDE, under
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
 from ledger.sandbox.port import AgentRequest, Availability, BoxRecords, Confined, GradingRequest
 
@@ -127,6 +127,19 @@ def root_stub(policy: SandboxPolicy, stub: Path) -> bool:
     return True
 
 
+def task_workdir(workdir: str | None) -> str | None:
+    """``workdir`` (a task's ``environment.workdir``) when the worktree may be mounted there too:
+    an absolute path that is none of the image's system folders nor a folder that holds the
+    rest of the container (``/``, ``/root``, ``/proc``, ...); else None."""
+    if not workdir or not workdir.startswith("/"):
+        return None
+    path = os.path.normpath(workdir)
+    if path in TOO_WIDE - {"/srv", "/opt", "/mnt", "/media"} or _is_system(path) or under(path, "/root") \
+            or any(under(path, top) for top in ("/proc", "/sys", "/dev", "/run")):
+        return None
+    return path
+
+
 def mounts(policy: SandboxPolicy, stub: Path | None, empty: Path) -> list[str]:
     """The ``--volume`` flags of ``policy``: see the module docstring. ``stub``: the stand-in for
     ``/root`` (``root_stub``), mounted read-only first; ``empty``: an empty folder mounted
@@ -162,8 +175,11 @@ class ContainerBox:
 
     def __init__(self, engine: engines.Engine, image: str, policy: SandboxPolicy, *, home: str, scratch: str,
                  proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None,
-                 record: Mapping[str, Any] | None = None) -> None:
+                 record: Mapping[str, Any] | None = None, tree: str | None = None,
+                 workdir: str | None = None) -> None:
         self.engine, self.image, self.policy = engine, image, policy
+        # the worktree also at the task's workdir (``/app``), where the task's own files live
+        self.tree, self.workdir = tree, task_workdir(workdir) if tree and tree != workdir else None
         self.record = dict(record or {})
         self.backend = engine.name
         self.purpose = policy.purpose
@@ -189,6 +205,8 @@ class ContainerBox:
         data.update(backend=self.backend, image=self.image, uid=SANDBOX_UID, trace="not captured",
                     namespaces=["pid", "mount", "ipc", "uts", "net", "cgroup"])
         data.update({k: v for k, v in self.record.items() if k in ("image_id", "digest")})
+        if self.workdir:
+            data["workdir"] = self.workdir
         return data
 
     def enforcement(self, limits: Any, *, label: str) -> ContainerEnforcement:
@@ -218,7 +236,7 @@ class ContainerBox:
                  "--cap-drop=all", "--security-opt=no-new-privileges", "--pull=never", "--read-only",
                  # podman mounts tmpfs on /tmp, /run, /var/tmp of a read-only root unless told not to
                  *(["--read-only-tmpfs=false"] if self.engine.name == "podman" else []),
-                 f"--workdir={self.policy.cwd}", *mounts(self.policy, *self._stubs())]
+                 *self._workdir_flags(), *mounts(self.policy, *self._stubs())]
         if isinstance(limits, ContainerEnforcement):
             flags += limits.flags()
         report_fd = inner_env.get(FD_ENV)
@@ -239,6 +257,20 @@ class ContainerBox:
         client_env = {**os.environ, **self.engine.env, **inner_env}
         return Confined(argv=(self.engine.path, *flags, self.image, *inner), env=client_env,
                         pass_fds=keep, preexec=preexec)
+
+    def _workdir_flags(self) -> list[str]:
+        """Where the command starts: the task's workdir for an agent starting in its worktree
+        (its instructions name ``/app``), else the policy's ``cwd``; the worktree mounted there too."""
+        if not self.workdir or self.tree is None:
+            return [f"--workdir={self.policy.cwd}"]
+        cwd = self.workdir if self.purpose == "agent" and self.policy.cwd == self.tree else self.policy.cwd
+        out = [f"--workdir={cwd}", f"--volume={self.tree}:{self.workdir}:rw"]
+        for path in self.policy.masked:  # what is hidden inside the worktree stays hidden there
+            if under(path, self.tree) and path != self.tree:
+                inner = os.path.join(self.workdir, os.path.relpath(path, self.tree))
+                source = self._stubs()[1] if os.path.isdir(path) else Path("/dev/null")
+                out.append(f"--volume={source}:{inner}:ro")
+        return out
 
     def _stubs(self) -> tuple[Path | None, Path]:
         """(the /root stand-in or None, the empty folder of the masks), made once per box."""
@@ -347,12 +379,14 @@ class ContainerSandbox:
         self.name = name
         self.image = image
         self.record = dict(record or {})  # the image's id and digest (``environment.ready``)
+        self.workdir: str | None = None  # the task's environment.workdir (``for_image``)
         self._available: Availability | None = None
 
     def for_image(self, image: str | Mapping[str, Any]) -> ContainerSandbox:
         """The same backend running ``image``: a reference, or a task's ``environment.ready``
         data (``Ready.as_data()``), whose image id is what runs (a tag moved later cannot
-        change the image) and whose id and digest the boxes record."""
+        change the image) and whose id and digest the boxes record; its ``workdir`` (the task's
+        ``environment.workdir``) is where the boxes mount the worktree too."""
         if isinstance(image, str):
             bound = ContainerSandbox(self.name, image)
         else:
@@ -362,6 +396,7 @@ class ContainerSandbox:
             bound = ContainerSandbox(self.name, ref, {k: image[k] for k in ("image", "image_id", "digest")
                                                       if image.get(k)})
         bound._available = self._available
+        bound.workdir = None if isinstance(image, str) else image.get("workdir")
         return bound
 
     def _engine(self) -> engines.Engine:
@@ -381,7 +416,7 @@ class ContainerSandbox:
         try:
             return ContainerBox(self._engine(), self.image, made.policy, home=str(request.home),
                                 scratch=str(request.scratch), proxy=made.proxy, forward=made.forward,
-                                record=self.record)
+                                record=self.record, tree=str(request.worktree), workdir=self.workdir)
         except BaseException:
             if made.proxy is not None:
                 made.proxy.close()
@@ -392,4 +427,5 @@ class ContainerSandbox:
             worktree=request.worktree, home=request.home, scratch=request.scratch, hidden=request.hidden,
             path_env=request.path_env, programs=request.programs, readable=request.readable, cwd=request.cwd)
         return ContainerBox(self._engine(), self.image, policy, home=str(request.home),
-                            scratch=str(request.scratch), record=self.record)
+                            scratch=str(request.scratch), record=self.record, tree=str(request.worktree),
+                            workdir=self.workdir)

@@ -245,3 +245,69 @@ def test_who_ended_the_command(sandbox: ContainerSandbox, podman: engine.Engine,
     else:
         assert failed is not None and want in failed and records.failures == (failed,)
     assert containers_named(podman, name) == []
+
+
+WORKDIRS = [  # (case, a task's environment.workdir, where the worktree is mounted too, or None)
+    ("app", "/app", "/app"),
+    ("trailing-slash", "/app/", "/app"),
+    ("srv-subfolder", "/srv/task", "/srv/task"),
+    ("relative", "app", None),
+    ("root-of-all", "/", None),
+    ("system-folder", "/usr/local/app", None),
+    ("under-root-home", "/root/app", None),
+    ("proc", "/proc/app", None),
+]
+
+
+@pytest.mark.parametrize("case,workdir,want", WORKDIRS, ids=[w[0] for w in WORKDIRS])
+def test_which_workdirs_the_worktree_is_mounted_at(case: str, workdir: str, want: str | None) -> None:
+    from ledger.sandbox.container.backend import task_workdir
+
+    assert task_workdir(workdir) == want
+
+
+def test_the_agent_starts_in_the_task_workdir_where_the_worktree_is(sandbox: ContainerSandbox, tmp_path: Path) -> None:
+    """With the task's workdir /app: the agent starts in /app, which is its worktree (a file
+    written there is in the worktree, the worktree's files are there); a grading box shows the
+    tree at /app too and starts where it did (its commands name the worktree's own path)."""
+    f = folders(tmp_path)
+    (f["wt"] / "given.txt").write_text("GIVEN\n")
+    bound = sandbox.for_image({"image": engine.BASE_IMAGE, "workdir": "/app"})
+    argv = ["/bin/sh", "-c", "echo TRIED pwd $(pwd); cat given.txt; echo made > made-in-app.txt"]
+    box = agent_box(bound, f, argv)
+    try:
+        code, out, failed = run(box, f, argv)
+    finally:
+        box.close()
+    assert (code, failed) == (0, None), out
+    assert "TRIED pwd /app" in out and "GIVEN" in out
+    assert (f["wt"] / "made-in-app.txt").read_text() == "made\n" and box.as_data()["workdir"] == "/app"
+    grading = bound.grading_box(GradingRequest(worktree=f["wt"], home=f["home"], scratch=f["scratch"],
+                                               path_env="/usr/bin:/bin"))
+    try:
+        code, out, failed = run(grading, f, ["/bin/sh", "-c", "echo TRIED pwd $(pwd); cat /app/made-in-app.txt"])
+    finally:
+        grading.close()
+    assert (code, failed) == (0, None) and f"TRIED pwd {f['wt']}" in out and "made" in out, out
+
+
+def test_a_mask_inside_the_worktree_is_a_mask_at_the_workdir_too(tmp_path: Path) -> None:
+    """Whatever the policy hides inside the worktree is hidden under the workdir as well (the
+    same empty folder or /dev/null over it), so the second mount shows nothing the first hides."""
+    from ledger.sandbox.container.backend import ContainerBox
+    from ledger.sandbox.policy import SandboxPolicy
+
+    wt = tmp_path / "wt"
+    (wt / "secret").mkdir(parents=True)
+    (wt / "key.txt").write_text("k")
+    policy = SandboxPolicy(cwd=str(wt), writable=(str(wt),), readable=(),
+                           masked=(str(wt / "secret"), str(wt / "key.txt")), purpose="agent")
+    box = ContainerBox(engine.Engine("podman", "/bin/true"), "img:1", policy, home=str(wt), scratch=str(wt),
+                       tree=str(wt), workdir="/app")
+    try:
+        flags = box._workdir_flags()
+        empty = box._stubs()[1]
+    finally:
+        box.close()
+    assert flags == ["--workdir=/app", f"--volume={wt}:/app:rw", f"--volume={empty}:/app/secret:ro",
+                     "--volume=/dev/null:/app/key.txt:ro"]

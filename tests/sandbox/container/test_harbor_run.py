@@ -43,10 +43,17 @@ echo "CHEAT-SHADOW ran in $(pwd)"
 printf 'import sys\\nprint("SHADOW-PYTEST")\\nsys.exit(0)\\n' > pytest.py
 """
 
+# An agent that follows the instruction literally: it edits /app/wordcount.py (the task's workdir).
+APP_AGENT = """#!/bin/sh
+echo "APP-AGENT in $(pwd)"
+printf 'def count_words(text):\\n    return len(text.split())\\n' > /app/wordcount.py
+"""
+
 # (case, agent spec or cheat script, outcome wanted, what its own output proves it did)
 CASES = [
     ("oracle", "oracle", "passed", ()),
     ("noop", "noop", "failed", ()),
+    ("fixes-app-wordcount-as-instructed", APP_AGENT, "passed", ("APP-AGENT in /app",)),
     ("reward-file-written-by-the-agent", REWARD_CHEAT, "failed",
      ("CHEAT-REWARD ran as uid 1000", "WROTE worktree/reward.txt", "WROTE home/reward.txt",
       "WROTE worktree/logs/verifier/reward.txt", "DENIED /logs/verifier", "DENIED /tests", "ABSENT /tests/test_outputs.py",
