@@ -140,6 +140,53 @@ def task_workdir(workdir: str | None) -> str | None:
     return path
 
 
+def _node_package(path: str) -> str | None:
+    """The npm package folder holding ``path`` (``.../node_modules/[@scope/]name``), or None."""
+    parts = Path(path).parts
+    if "node_modules" not in parts:
+        return None
+    i = len(parts) - 1 - parts[::-1].index("node_modules")
+    width = 2 if i + 1 < len(parts) and parts[i + 1].startswith("@") else 1
+    return str(Path(*parts[:i + 1 + width])) if i + width < len(parts) else None
+
+
+def agent_program_mounts(argv0: str, path_env: str) -> list[str]:
+    """``--volume`` flags for the parts of the agent's program that live in the host's system
+    folders, which a container takes from its image: each link or file of its chain
+    (``paths.program_chain``: ``/usr/bin/claude`` and what it points to, a ``#!`` interpreter
+    such as ``/usr/bin/node``) read-only at its own path, an npm package's whole folder. Only for
+    a program that is an npm package in a system folder (claude, codex, ...): a Python or other
+    system program the image is expected to have is not replaced by the host's."""
+    from ledger.sandbox.paths import program_chain
+
+    chain = program_chain(argv0, path_env)
+    if not any(_is_system(_node_package(os.path.realpath(p)) or "") for p in chain):
+        return []  # only an npm-installed CLI: never the host's python over the image's own
+    out: list[str] = []
+    for path in chain:
+        if not _is_system(path):
+            continue
+        real = os.path.realpath(path)
+        package = _node_package(real)
+        flags = [f"--volume={package}:{package}:ro"] if package and _is_system(package) else []
+        if not (package and under(path, package)) and os.path.isfile(real):
+            flags.append(f"--volume={real}:{path}:ro")  # a link outside it: its target at its path
+        out += [f for f in flags if f not in out]
+    return out
+
+
+def _agent_program(request: AgentRequest) -> dict[str, Any]:
+    """``programs`` and ``program`` of an agent box (``agent_program_mounts``)."""
+    if not request.argv:
+        return {}
+    from ledger.sandbox.paths import which
+
+    flags = agent_program_mounts(request.argv[0], request.path_env)
+    found = request.argv[0] if "/" in request.argv[0] else which(request.argv[0], request.path_env)
+    program = (request.argv[0], os.path.realpath(found)) if flags and found else None
+    return {"programs": flags, "program": program}
+
+
 def mounts(policy: SandboxPolicy, stub: Path | None, empty: Path) -> list[str]:
     """The ``--volume`` flags of ``policy``: see the module docstring. ``stub``: the stand-in for
     ``/root`` (``root_stub``), mounted read-only first; ``empty``: an empty folder mounted
@@ -176,10 +223,15 @@ class ContainerBox:
     def __init__(self, engine: engines.Engine, image: str, policy: SandboxPolicy, *, home: str, scratch: str,
                  proxy: Any = None, forward: tuple[str, tuple[int, ...]] | None = None,
                  record: Mapping[str, Any] | None = None, tree: str | None = None,
-                 workdir: str | None = None) -> None:
+                 workdir: str | None = None, programs: Sequence[str] = (),
+                 program: tuple[str, str] | None = None) -> None:
         self.engine, self.image, self.policy = engine, image, policy
         # the worktree also at the task's workdir (``/app``), where the task's own files live
         self.tree, self.workdir = tree, task_workdir(workdir) if tree and tree != workdir else None
+        self.programs = list(programs)  # ``agent_program_mounts``
+        # (argv[0], its real file): a program reached through links in the system folders starts
+        # by its real path, so a script finds its own package (its links are only at the host's)
+        self.program = program
         self.record = dict(record or {})
         self.backend = engine.name
         self.purpose = policy.purpose
@@ -227,6 +279,8 @@ class ContainerBox:
         waits for the container, and the container's end ends every process in it)."""
         self._commands += 1
         self._hand_over()
+        if self.program is not None and argv and argv[0] == self.program[0]:
+            argv = [self.program[1], *argv[1:]]
         inner, inner_env = inner_command(argv, env, policy=self.policy, home=self.home, scratch=self.scratch,
                                          forward=self._forward, python=INNER_PYTHON)
         name = f"ledger-{self.purpose}-{secrets.token_hex(6)}"
@@ -236,7 +290,7 @@ class ContainerBox:
                  "--cap-drop=all", "--security-opt=no-new-privileges", "--pull=never", "--read-only",
                  # podman mounts tmpfs on /tmp, /run, /var/tmp of a read-only root unless told not to
                  *(["--read-only-tmpfs=false"] if self.engine.name == "podman" else []),
-                 *self._workdir_flags(), *mounts(self.policy, *self._stubs())]
+                 *self._workdir_flags(), *mounts(self.policy, *self._stubs()), *self.programs]
         if isinstance(limits, ContainerEnforcement):
             flags += limits.flags()
         report_fd = inner_env.get(FD_ENV)
@@ -416,7 +470,8 @@ class ContainerSandbox:
         try:
             return ContainerBox(self._engine(), self.image, made.policy, home=str(request.home),
                                 scratch=str(request.scratch), proxy=made.proxy, forward=made.forward,
-                                record=self.record, tree=str(request.worktree), workdir=self.workdir)
+                                record=self.record, tree=str(request.worktree), workdir=self.workdir,
+                                **_agent_program(request))
         except BaseException:
             if made.proxy is not None:
                 made.proxy.close()

@@ -311,3 +311,21 @@ def test_a_mask_inside_the_worktree_is_a_mask_at_the_workdir_too(tmp_path: Path)
         box.close()
     assert flags == ["--workdir=/app", f"--volume={wt}:/app:rw", f"--volume={empty}:/app/secret:ro",
                      "--volume=/dev/null:/app/key.txt:ro"]
+
+
+PACKAGES = [  # (case, a file, the npm package folder holding it, or None)
+    ("scoped", "/usr/lib/node_modules/@openai/codex/bin/codex.js", "/usr/lib/node_modules/@openai/codex"),
+    ("unscoped", "/usr/lib/node_modules/opencode-ai/bin/opencode", "/usr/lib/node_modules/opencode-ai"),
+    ("nested", "/usr/lib/node_modules/a/node_modules/@s/b/x.js", "/usr/lib/node_modules/a/node_modules/@s/b"),
+    ("not-a-package", "/usr/bin/node", None),
+    ("the-folder-itself", "/usr/lib/node_modules", None),
+]
+
+
+@pytest.mark.parametrize("case,path,want", PACKAGES, ids=[p[0] for p in PACKAGES])
+def test_the_npm_package_an_agent_program_lives_in(case: str, path: str, want: str | None) -> None:
+    """An agent CLI installed by npm under /usr (which a container takes from its image) gets its
+    whole package folder mounted: which folder that is."""
+    from ledger.sandbox.container.backend import _node_package
+
+    assert _node_package(path) == want
