@@ -4,6 +4,8 @@
                                                      character (a run's patch, prompt, messages)
     bound_text(text, limit, tail=0.1, unit="chars")  the first 90% and the last 10% of ``limit``
                                                      characters, a marker between (the bench)
+    bound_text(text, limit, tail=1.0, unit="chars")  the last ``limit`` characters after the marker
+                                                     (an engine's log: it ends in its error)
 
 Both give ``(kept, truncated, total)``, ``total`` counted in ``unit``. Pure.
 """

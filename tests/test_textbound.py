@@ -1,4 +1,4 @@
-"""ledger.textbound: the one text bounding, in its two uses (a run's bytes, the bench's characters)."""
+"""ledger.textbound: the one text bounding, in its three uses (a run's bytes, the bench's characters, an engine's log tail)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,13 @@ def test_bytes_tail_drops_a_split_character() -> None:
     """A tail in bytes starts after a character cut in two, and the marker counts bytes."""
     kept, cut, total = bound_text("é" * 10, 5, tail=0.5)
     assert cut and total == 20 and kept == "é\n[... 15 bytes cut ...]\né"
+
+
+def test_an_engine_log_keeps_its_last_characters() -> None:
+    """An image build's log is cut at its head: the error at its end is what a user needs."""
+    from ledger.sandbox.container.images import LOG_LIMIT
+
+    log = "step\n" * LOG_LIMIT + "Error: no such file: requirements.txt"
+    kept, cut, total = bound_text(log, LOG_LIMIT, tail=1.0, unit="chars")
+    assert cut and total == len(log) and kept.endswith("Error: no such file: requirements.txt")
+    assert len(kept) - len(f"\n[... {total - LOG_LIMIT} characters cut ...]\n") == LOG_LIMIT

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import EngineFailed, EngineUnavailable
-from ledger.sandbox.container.engine import BASE_IMAGE, Engine, bound
+from ledger.sandbox.container.engine import BASE_IMAGE, Engine
+from ledger.textbound import bound_text
 
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-pytest", "python3-pip", "python-is-python3", "git")
@@ -57,7 +58,7 @@ def build_base_image(engine: Engine, *, ref: str = BASE_IMAGE, rebuild: bool = F
         except subprocess.TimeoutExpired:
             raise EngineFailed(f"mmdebstrap {SUITE} did not finish in {timeout:g} s") from None
         if proc.returncode != 0:
-            tail = bound(proc.stderr, 300).strip().splitlines()
+            tail = bound_text(proc.stderr, 300, tail=1.0, unit="chars")[0].strip().splitlines()
             raise EngineFailed(f"mmdebstrap {SUITE} failed (exit {proc.returncode}): "
                                f"{tail[-1] if tail else 'no output'}")
         left = max(60.0, timeout - (time.monotonic() - start))

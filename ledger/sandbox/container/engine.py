@@ -46,11 +46,6 @@ _OUT_LIMIT = 64 * 1024  # bytes of an engine command's output kept
 _VERSIONS: dict[str, str] = {}
 
 
-def bound(text: str, limit: int = 4096) -> str:
-    """The tail of ``text`` when it is longer than ``limit`` characters (logs end in their error)."""
-    return text if len(text) <= limit else f"[... {len(text) - limit} characters cut]\n" + text[-limit:]
-
-
 @dataclass(frozen=True)
 class Result:
     argv: tuple[str, ...]

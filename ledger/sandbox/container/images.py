@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import EngineFailed, MalformedInput
-from ledger.sandbox.container.engine import BASE_IMAGE, Engine, bound
+from ledger.sandbox.container.engine import BASE_IMAGE, Engine
+from ledger.textbound import bound_text
 
 ENV_REPO = "localhost/ledger-env"
 DIGEST_LABEL = "ledger.build-digest"
@@ -203,7 +204,7 @@ def ensure_image(engine: Engine, request: ImageRequest, *, base: str = BASE_IMAG
             argv += ["--from", replaced]
         start = time.monotonic()
         built = engine.call([*argv, str(context)], timeout=timeout)
-        log = bound(built.stdout + built.stderr, LOG_LIMIT)
+        log = bound_text(built.stdout + built.stderr, LOG_LIMIT, tail=1.0, unit="chars")[0]
         if not built.ok:
             raise ImageBuildFailed(f"build of {dockerfile.name} failed: {built.last_line()}", log)
         return _ready(engine, version, ref, source="build", cached=False, seconds=time.monotonic() - start,
