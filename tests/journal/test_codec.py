@@ -630,3 +630,56 @@ def test_decode_entry_trusted_matches_decode_entry() -> None:
     assert decode_entry_trusted(e.raw) == decode_entry(e.raw) == e
     with pytest.raises(CodecError):
         decode_entry_trusted(canonical_bytes(envelope(seq=True)))
+
+
+# ------------------------------------------------- decode_entry's fast path refuses the same
+
+
+def _entry_bytes(data_raw: bytes, *, order: tuple[str, ...] | None = None) -> bytes:
+    """Entry bytes with ``data`` given as raw msgpack and the envelope's keys in ``order``."""
+    fields = {"data": None, "kind": "k", "run": "r1", "seq": 3, "task": None, "ts": TS,
+              "v": FORMAT_VERSION}
+    out = bytearray([0x87])
+    for key in order or tuple(fields):
+        out += msgpack.packb(key, use_bin_type=True)
+        out += data_raw if key == "data" else msgpack.packb(fields[key], use_bin_type=True)
+    return bytes(out)
+
+
+def _nested(depth: int) -> bytes:
+    return b"\x81\xa1a" * depth + b"\x01"
+
+
+NON_CANONICAL_ENTRIES: dict[str, bytes] = {
+    "envelope-keys-unsorted": _entry_bytes(b"\x81\xa1n\x05", order=(
+        "kind", "data", "run", "seq", "task", "ts", "v")),
+    "data-keys-unsorted": _entry_bytes(packed_in_order([("b", 1), ("a", 2)])),
+    "nested-keys-unsorted": _entry_bytes(b"\x81\xa1x" + packed_in_order([("b", 1), ("a", 2)])),
+    "data-bytes-key": _entry_bytes(packed_in_order([(b"a", 1)])),
+    "data-nan": _entry_bytes(packed_in_order([("x", math.nan)])),
+    "data-infinity": _entry_bytes(packed_in_order([("x", math.inf)])),
+    "data-float32": _entry_bytes(b"\x81\xa1x\xca" + struct.pack(">f", 1.5)),
+    "data-wide-int": _entry_bytes(b"\x81\xa1n\xcc\x05"),
+    "nested-timestamp": _entry_bytes(b"\x81\xa1t\xd6\xff\x00\x00\x00\x01"),
+    "list-timestamp": _entry_bytes(b"\x81\xa1t\x91\xd6\xff\x00\x00\x00\x01"),
+    "str8-for-short-str": _entry_bytes(b"\x81\xa1s\xd9\x01x"),
+    "too-deep": _entry_bytes(_nested(MAX_DEPTH)),
+}
+
+
+@pytest.mark.parametrize("raw", NON_CANONICAL_ENTRIES.values(), ids=NON_CANONICAL_ENTRIES.keys())
+def test_decode_entry_refuses_each_non_canonical_entry(raw: bytes) -> None:
+    """Each case is a well-formed envelope msgpack decodes (the attack reaches the canonical
+    check, not the parser), which the reference check (``unpack_canonical``) refuses too; the
+    fast path of ``decode_entry`` must refuse it as well, with the same error."""
+    msgpack.unpackb(raw, raw=False, strict_map_key=False, timestamp=0)
+    with pytest.raises(CodecError) as reference:
+        unpack_canonical(raw)
+    with pytest.raises(CodecError) as got:
+        decode_entry(raw)
+    assert str(got.value) == str(reference.value)
+
+
+def test_decode_entry_accepts_the_deepest_canonical_nesting() -> None:
+    raw = _entry_bytes(_nested(MAX_DEPTH - 1))
+    assert decode_entry(raw).raw == raw
