@@ -11,11 +11,8 @@ the evaluators' (the golden view and the statistics view of each run), never rec
 
 from __future__ import annotations
 
-import contextlib
 import json
-import queue
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -33,8 +30,8 @@ def _sqlite_utils() -> ModuleType:
 
     sqlite-utils imports both at its own import when they are installed, only to map their types
     (``pandas.Timestamp``, numpy's integers and floats) to column types; this export never passes
-    such values, and importing pandas costs about 0.7 s. Any later import of pandas or numpy in
-    the process works as usual; sqlite-utils, once loaded this way, keeps no mapping for them.
+    such values, and importing pandas costs about 0.4 s CPU. Any later import of pandas or numpy
+    in the process works as usual; sqlite-utils, once loaded this way, keeps no mapping for them.
     """
     loaded = sys.modules.get("sqlite_utils")
     if loaded is not None:
@@ -117,10 +114,6 @@ def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]], o
     ``leaves(run)``: the tree's level 0 that the run's entries were verified against (32 bytes
     per seq, as ``ledger.journal.reading.RunReading.leaves``): each row's leaf hash is read from it rather
     than hashed again; None (or no ``leaves``): each entry is hashed.
-
-    The rows are made in this thread and written by a :class:`_Writer` thread that alone holds
-    the database: SQLite runs its statements without Python's lock, so the inserts of a run's
-    events overlap with the fold and the views that the other tables need.
     """
     if out.exists():
         out.unlink()
@@ -129,117 +122,52 @@ def export_sqlite(runs: Sequence[str], read: Callable[[str], Sequence[Entry]], o
     # collector running, its passes over them (during the inserts too) cost more than the rows
     # themselves (none of them forms a cycle; reference counting frees them)
     with views.cyclic_gc_paused():
-        writer = _Writer(out)
-        writer.start()
+        db = _sqlite_utils().Database(out)
         try:
-            for run_id in runs:
-                _rows(run_id, read(run_id), leaves(run_id) if leaves is not None else None,
-                      writer, counts)
-            writer.finish()
+            _write(db, runs, read, leaves, counts)
         except BaseException:
-            writer.abort()
+            db.conn.close()
             out.unlink(missing_ok=True)
             raise
+        db.conn.close()
     return {"out": str(out), "runs": list(runs), "rows": counts}
 
 
-_BATCH = 5_000  # events rows handed to the writer at a time
-
-
-def _rows(run_id: str, entries: Sequence[Entry], level: bytes | None, writer: _Writer,
-          counts: dict[str, int]) -> None:
-    """One run's rows to ``writer``: its events first, then (once the fold is done) the others."""
-    batch: list[tuple[Any, ...]] = []
-    for row in _event_rows(run_id, entries, level):
-        batch.append(row)
-        if len(batch) >= _BATCH:
-            writer.put("events", batch)
-            batch = []
-    writer.put("events", batch)
-    counts["events"] += len(entries)
-    tables: dict[str, list[tuple[Any, ...]]] = {n: [] for n in COLUMNS if n != "events"}
-    _entry_rows(entries, level, _summary(run_id, entries, tables), tables)
-    del entries
-    for name, rows in tables.items():
-        if rows:
-            writer.put(name, rows)
-            counts[name] += len(rows)
-
-
-class _Writer(threading.Thread):
-    """The thread that opens, fills and closes the database: the tables made first, then the
-    rows put to it (table name, rows) in order in one transaction, then at ``finish`` the
-    full-text index and the indexes. An error in it is raised again by ``finish``."""
-
-    def __init__(self, out: Path) -> None:
-        super().__init__(name="sqlite-export", daemon=True)
-        self.out = out
-        self.jobs: queue.Queue[tuple[str, list[tuple[Any, ...]]] | None] = queue.Queue(maxsize=32)
-        self.error: BaseException | None = None
-        self.aborted = False
-        self.ended = False
-        self.sql = {name: f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
-                          f"VALUES ({', '.join('?' for _ in cols)})"
-                    for name, cols in COLUMNS.items()}
-
-    def put(self, table: str, rows: list[tuple[Any, ...]]) -> None:
-        if self.error is not None:
-            raise self.error
-        if rows:
-            self.jobs.put((table, rows))
-
-    def finish(self) -> None:
-        self.jobs.put(None)
-        self.join()
-        if self.error is not None:
-            raise self.error
-
-    def abort(self) -> None:
-        """Stop the thread without writing the rest (the caller removes the file)."""
-        self.aborted = True
-        while self.is_alive():  # make room for the end mark until the thread has seen it
-            with contextlib.suppress(queue.Full):
-                self.jobs.put_nowait(None)
-            with contextlib.suppress(queue.Empty):
-                self.jobs.get(timeout=0.05)
-
-    def run(self) -> None:
-        try:
-            db = _sqlite_utils().Database(self.out)
-            try:
-                self._write(db)
-            finally:
-                db.conn.close()
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-            self.error = exc
-            while not self.ended:  # let the caller end without blocking on a full queue
-                self.ended = self.jobs.get() is None
-
-    def _write(self, db: Any) -> None:
-        conn = db.conn
-        conn.execute("PRAGMA journal_mode = OFF")  # the analysis copy only: rebuilt if cut short
-        conn.execute("PRAGMA synchronous = OFF")
-        # the index builds after the rows sort in memory (a sort spilled to temporary files cost
-        # more wall time than every insert together on a busy disk)
-        conn.execute("PRAGMA temp_store = MEMORY")
-        conn.execute("PRAGMA cache_size = -262144")  # KiB: 256 MiB at most, for this copy only
-        _create(db)
-        # the FTS5 table (sqlite-utils' schema, external content: events) made while events is
-        # empty, so that enable_fts' own populate indexes nothing and each transcript row is
-        # indexed once, below (populating again after it doubled every row of the index)
-        db["events"].enable_fts(["kind", "text"], create_triggers=False)
-        with conn:  # one transaction
-            for job in iter(self.jobs.get, None):
-                if self.aborted:
-                    continue
-                conn.executemany(self.sql[job[0]], job[1])
-            self.ended = True  # the end mark taken
-            if self.aborted:
-                raise RuntimeError("the sqlite export was aborted")
-            # only the transcript entries have text: the others need no place in the index
-            conn.execute("INSERT INTO [events_fts] (rowid, [kind], [text]) "
-                         "SELECT rowid, [kind], [text] FROM [events] WHERE [text] != ''")
-        _indexes(db)  # after the rows: one sort per index rather than an update per row
+def _write(db: sqlite_utils.Database, runs: Sequence[str], read: Callable[[str], Sequence[Entry]],
+           leaves: Callable[[str], bytes | None] | None, counts: dict[str, int]) -> None:
+    conn = db.conn
+    conn.execute("PRAGMA journal_mode = OFF")  # the analysis copy only: rebuilt if cut short
+    conn.execute("PRAGMA synchronous = OFF")
+    # the index builds after the rows sort in memory (a sort spilled to temporary files cost
+    # more wall time than every insert together on a busy disk)
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -262144")  # KiB: 256 MiB at most, for this copy only
+    _create(db)
+    # the FTS5 table (sqlite-utils' schema, external content: events) made while events is
+    # empty, so that enable_fts' own populate indexes nothing and each transcript row is indexed
+    # once, below (populating again after it doubled every row of the index)
+    db["events"].enable_fts(["kind", "text"], create_triggers=False)
+    sql = {name: f"INSERT INTO [{name}] ({', '.join(f'[{c}]' for c in cols)}) "
+                 f"VALUES ({', '.join('?' for _ in cols)})" for name, cols in COLUMNS.items()}
+    with conn:  # one transaction
+        for run_id in runs:
+            entries = read(run_id)
+            level = leaves(run_id) if leaves is not None else None
+            tables: dict[str, list[tuple[Any, ...]]] = {n: [] for n in COLUMNS if n != "events"}
+            # the events rows go straight into SQLite as they are made; making them fills the
+            # entry-level tables (tests, signals, costs, verdicts) on the way
+            events = _entry_rows(run_id, entries, level, _summary(run_id, entries, tables), tables)
+            cur = conn.executemany(sql["events"], events)
+            counts["events"] += cur.rowcount
+            del entries, events
+            for name, rows in tables.items():
+                if rows:
+                    conn.executemany(sql[name], rows)
+                    counts[name] += len(rows)
+        # only the transcript entries have text: the others need no place in the index
+        conn.execute("INSERT INTO [events_fts] (rowid, [kind], [text]) "
+                     "SELECT rowid, [kind], [text] FROM [events] WHERE [text] != ''")
+    _indexes(db)  # after the rows: one sort per index rather than an update per row
 
 
 def _create(db: sqlite_utils.Database) -> None:
@@ -359,43 +287,28 @@ def _statistics(run_id: str, stats: dict[str, Any], ref: tuple[Any, Any],
                      cl["design_effect"], r["min_detectable_effect"], *ref))
 
 
-def _event_rows(run_id: str, entries: Sequence[Entry],
-                level: bytes | None) -> Iterator[tuple[Any, ...]]:
-    """The events row of every entry, in seq order."""
-    transcript = TRANSCRIPT_KINDS
-    for e in entries:
-        d = e.data
-        kind = e.kind
-        attempt = d.get("attempt")
-        seq = e.seq
-        yield (seq, run_id, e.task, kind, e.ts, attempt if type(attempt) is str else None,
-               _json(d) if kind != "view.recorded" else "{}",
-               _text(e) if kind in transcript else "",
-               (e.leaf_hash if level is None else level[32 * seq:32 * seq + 32]).hex())
-
-
-_DETAIL_KINDS = frozenset({"attempt.finished", "test.result", "test.baseline", "signal.result",
-                           "agent.finished", "judge.verdict", "attestation"})
-
-
-def _entry_rows(entries: Sequence[Entry], level: bytes | None, summary: _Summary,
-                t: dict[str, list[tuple[Any, ...]]]) -> None:
-    """The rows of the entry-level tables (tests, signals, costs, verdicts) of the scored
-    attempts, in seq order, and then those of the attempts table."""
+def _entry_rows(run_id: str, entries: Sequence[Entry], level: bytes | None, summary: _Summary,
+                t: dict[str, list[tuple[Any, ...]]]) -> Iterator[tuple[Any, ...]]:
+    """The events row of every entry, in seq order; on the way, the rows of the entry-level
+    tables of the scored attempts, and at the end those of the attempts table."""
     finished: dict[str, tuple[Any, Any]] = {}
     scored_ids = summary.scored
     tests, signals, costs, verdicts = t["tests"], t["signals"], t["costs"], t["verdicts"]
-    cell, kept, detail = _cell, _CELL, _DETAIL_KINDS
+    transcript, cell, kept = TRANSCRIPT_KINDS, _cell, _CELL
     for e in entries:
-        kind = e.kind
-        if kind not in detail:
-            continue
         d = e.data
+        kind = e.kind
         attempt = d.get("attempt")
-        if type(attempt) is not str or attempt not in scored_ids:
-            continue
+        if type(attempt) is not str:
+            attempt = None
         seq = e.seq
+        # once per entry: every row of the entry names it
         leaf = (e.leaf_hash if level is None else level[32 * seq:32 * seq + 32]).hex()
+        yield (seq, run_id, e.task, kind, e.ts, attempt,
+               _json(d) if kind != "view.recorded" else "{}",
+               _text(e) if kind in transcript else "", leaf)
+        if attempt is None or attempt not in scored_ids:
+            continue
         if kind == "attempt.finished":
             finished[attempt] = (seq, leaf)
         elif kind == "test.result" or kind == "test.baseline":
@@ -414,7 +327,7 @@ def _entry_rows(entries: Sequence[Entry], level: bytes | None, summary: _Summary
         elif kind == "judge.verdict":
             verdicts.append((attempt, "judge", _json(d.get("scores")),
                              f"{d.get('judge')} {d.get('version')}", seq, leaf))
-        else:  # attestation
+        elif kind == "attestation":
             att = d.get("attestation") if isinstance(d.get("attestation"), dict) else {}
             verdicts.append((attempt, "attestation", cell(att.get("verdict")),
                              cell(att.get("isolation")), seq, leaf))
