@@ -233,6 +233,14 @@ def derive(files: Sequence[tuple[str, str]], signals: Sequence[Any], *, key: byt
     return Derived(tuple(canaries), new_files, len(all_sites) + len(sig_sites), reason)
 
 
+def command_first(derived: Derived) -> bool:
+    """Whether a task graded by its own command runs its canary run before its real run: a bit
+    of the first test canary's item (a MAC under the key), so a cheat that counts its runs
+    cannot know which is the real one."""
+    items = sorted(c.item for c in derived.tests)
+    return bool(items) and int(items[0][:2], 16) & 1 == 1
+
+
 def _placement(key: bytes, task_hash: str, name: str, body: Sequence[ast.stmt],
                fn: ast.stmt) -> ast.stmt:
     """The top-level statement a test canary is placed after, chosen by the key: before its

@@ -22,7 +22,7 @@ def unsupported(task: Task) -> str | None:
     if task.hidden_tests_patch is not None or task.graded_by_ids:
         return "hidden tests are a patch graded by test ids (canaries not supported yet)"
     if task.grading is not None:
-        return "graded by the task's own command (exit code or reward file)"
+        return None  # test canaries: one more run of its command over them (grade.own_command)
     if not any("pytest" in a for a in task.hidden_test_command):
         return "the hidden test command is not pytest"
     return None
@@ -64,6 +64,20 @@ def install(derived: cn.Derived, task: Task, worktree: Path) -> None:
         if target.is_symlink():
             target.unlink()
         target.write_text(text, encoding="utf-8")
+
+
+def alone(derived: cn.Derived, canary: cn.Canary) -> cn.Derived:
+    """``derived`` with only ``canary``'s test copy in its file (the other copies taken out):
+    ``tasks validate`` runs a task graded by its own command once per test canary."""
+    text = derived.files[canary.file]
+    for other in derived.tests:
+        if other is not canary and other.file == canary.file:
+            text = text.replace("\n\n\n" + other.code, "", 1)
+    return cn.Derived((canary,), {canary.file: text}, 1, None)
+
+
+MAX_VALIDATE_RUNS = 12
+"""At most this many test canaries of a task graded by its own command are run by validate."""
 
 
 def signal_of(canary: cn.Canary, task: Task) -> Signal:

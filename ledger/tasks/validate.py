@@ -456,7 +456,9 @@ def _canary_check(task: Task, work: Path, base: Path) -> Check:
     if not derived.canaries:
         return Check("canaries", True, f"canaries: 0 ({derived.reason})")
     problems: list[str] = []
-    if derived.tests:
+    if derived.tests and task.grading is not None:  # one run of its command per canary
+        problems += _own_command_canaries(task, work, base, derived)
+    elif derived.tests:
         tc.install(derived, task, work)
         argv = [*task.hidden_test_command, "-rA", "-p", "no:cacheprovider"]
         res = run_command(argv, work, extra_env=apply.hidden_env(task, work, base / "verifier"))
@@ -480,6 +482,21 @@ def _canary_check(task: Task, work: Path, base: Path) -> Check:
     detail = (f"canaries: {len(derived.tests)} test and {len(derived.signals)} signal site(s), "
               f"all sound" if not problems else "; ".join(problems[:5]))
     return Check("canaries", not problems and sound > 0, detail)
+
+
+def _own_command_canaries(task: Task, work: Path, base: Path, derived: Any) -> list[str]:
+    """Problems of a task graded by its own command: its real run must pass with the solution
+    and its command must fail with each test canary alone installed (``tc.MAX_VALIDATE_RUNS``)."""
+    from ledger.tasks import canaries as tc
+
+    problems = [] if _hidden_run(task, work, base)[1] else ["the real run does not pass"]
+    for c in derived.tests[:tc.MAX_VALIDATE_RUNS]:
+        apply.install_hidden_tests(task, work)
+        tc.install(tc.alone(derived, c), task, work)
+        if _hidden_run(task, work, base)[1]:
+            problems.append(f"{c.site.kind} canary of {c.site.file}::{c.site.func} passes "
+                            "the task's command with the solution")
+    return problems
 
 
 def _demo_check(task: Task, work: Path) -> Check:

@@ -199,3 +199,26 @@ def test_a_signal_canary_runs_before_or_after_the_real_signal_by_the_key() -> No
     assert _derive(KEY).signals[0].slot == _derive(KEY).signals[0].slot
     two = cn.derive([], [SIGNAL, SIGNAL], key=KEY, task_hash="h" * 64)
     assert all(0 <= c.slot <= 2 for c in two.signals)
+
+
+def test_a_command_canary_run_comes_before_or_after_the_real_run_by_the_key() -> None:
+    """A task graded by its own command: the canary run's turn is a function of the key (same
+    key, same turn), and over a few keys it is both first and second."""
+    turns = [cn.command_first(_derive(key)) for key in _keys(16)]
+    assert set(turns) == {True, False}
+    assert all(cn.command_first(_derive(key)) == t for key, t in zip(_keys(16), turns, strict=True))
+    assert cn.command_first(cn.Derived((), {}, 0, "none")) is False
+
+
+def test_one_canary_alone_keeps_only_its_copy_in_its_file() -> None:
+    """``tasks validate`` runs each command canary alone: its file then holds the original tests
+    and that one copy, the other copies taken out."""
+    from ledger.tasks.canaries import alone
+
+    d = _derive(every=True)
+    for c in d.tests:
+        text = alone(d, c).files[c.file]
+        compile(text, "t.py", "exec")
+        names = {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)}
+        assert names == {"test_clamp", "test_degenerate_interval", "test_low_above_high_is_an_error",
+                         c.name}, (c.name, names)

@@ -263,6 +263,11 @@ def test_harbor_task_records_instruction_limits_grading_and_environment(harbor: 
     assert sorted(p.name for p in (tb.root / "environment").iterdir()) == ["Dockerfile", "wordcount.py"]
     assert load_task(root / "needs-tool").grading.reward_file == "reward.json"  # type: ignore[union-attr]
     assert validate_task(task).ok and validate_task(tb).ok
+    # graded by their own command, their hidden test files mutated: every canary proved sound
+    # (the command passes with the solution, fails with each canary installed)
+    for t in (task, tb):
+        [check] = [c for c in validate_task(t).checks if c.name == "canaries"]
+        assert check.passed and check.detail == "canaries: 2 test and 0 signal site(s), all sound", check
 
 
 def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_need_a_container(harbor: dict[str, Any]) -> None:
@@ -283,6 +288,48 @@ def test_harbor_tasks_oracle_passes_noop_fails_and_container_tasks_need_a_contai
     assert "\n" not in line and "task fetches needs a container and --sandbox bwrap runs none" in line
     assert "--sandbox auto, container, podman or docker" in line
     assert _run_count(home) == runs
+
+
+SHADOW_PYTEST = """#!/bin/sh
+echo "CHEAT-SHADOW ran in $(pwd)"
+printf 'import sys\\nprint("SHADOW-PYTEST")\\nsys.exit(0)\\n' > pytest.py
+"""
+
+
+def test_harbor_pytest_shadowed_in_the_tree_is_caught_by_a_canary_run_under_bwrap(
+        harbor: dict[str, Any], tmp_path: Path) -> None:
+    """A `cmd:` agent that writes a `pytest.py` into the tree (test.sh and run-tests.sh run
+    `python -m pytest` there: it exits 0 for any tests) forges the real run's pass, and its
+    canary run (the command again over the mutant tests) passes too: DIRTY, not passed. The
+    oracle stays passed and CLEAN; the run verifies."""
+    cheat = tmp_path / "shadow.sh"
+    cheat.write_text(SHADOW_PYTEST)
+    cheat.chmod(0o755)
+    home = harbor["home"]
+    result = ledger(home, "run", "--tier", "harbor", "--task", "wordcount", "--task", "tb-wordcount",
+                    "--agent", "oracle", "--agent", f"cmd:{cheat}", "--sandbox", "bwrap", "--trace", "none",
+                    "--json")
+    assert result.exit_code in (0, 1), result.output
+    summary = json.loads(result.stdout)
+    got = {(a["task"], a["agent"]): (a["outcome"], a["attestation"], a["canaries_passed"], a["hidden_passed"])
+           for a in summary["attempts"]}
+    assert got == {("wordcount", "oracle"): ("passed", "CLEAN", 0, True),
+                   ("tb-wordcount", "oracle"): ("passed", "CLEAN", 0, True),
+                   # the forged real run still says passed: the canary run is what catches it
+                   ("wordcount", "cmd-shadow"): ("failed", "DIRTY", 2, True),
+                   ("tb-wordcount", "cmd-shadow"): ("failed", "DIRTY", 2, True)}
+    from ledger.journal.journal import Journal
+
+    with Journal.open(home / "journal.db", readonly=True) as j:
+        entries = list(j.entries(run=summary["run"]))
+    cheats = {a["attempt"] for a in summary["attempts"] if a["agent"] == "cmd-shadow"}
+    output = "".join(json.dumps(e.data) for e in entries
+                     if e.kind == "agent.output" and e.data.get("attempt") in cheats)
+    assert output.count("CHEAT-SHADOW ran in") == 2, output[-2000:]  # the cheat really ran
+    kinds = [(e.data.get("attempt"), e.kind) for e in entries]
+    for att in cheats:  # committed before grading, like every canary
+        assert kinds.index((att, "canary.commitment")) < kinds.index((att, "canary.result"))
+    assert ledger(home, "verify", summary["run"]).exit_code == 0
 
 
 def _run_count(home: Path) -> int:

@@ -74,18 +74,22 @@ def baseline_ids(baseline: Mapping[str, Any] | None) -> list[str] | None:
 def _hidden_suite(ws: Workspace, task: Task, redact: Redact, timeout: float,
                   boxed: Boxed | None = None, expected: Sequence[str] | None = None,
                   canaries: Derived | None = None,
-                  canary_out: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+                  canary_out: dict[str, tuple[str, str]] | None = None,
+                  label: str | None = None) -> dict[str, Any]:
     """The hidden suite; a grading command with a reward file is judged by the reward it wrote."""
     from ledger.tasks.apply import hidden_env, read_reward, reward_passes
 
     verifier = ws.scratch / "verifier"
-    if verifier.exists():
+    if verifier.is_dir() and not verifier.is_symlink():  # emptied, not replaced: a box that
+        for child in list(verifier.iterdir()):         # started mounts this very folder
+            remove_tree(child)
+    else:
         remove_tree(verifier)
-    verifier.mkdir(mode=0o700)
+        verifier.mkdir(mode=0o700)
     if task.grading is not None and task.grading.timeout_s:
         timeout = task.grading.timeout_s
     result = run_suite(ws, "hidden", task.hidden_test_command, redact=redact, timeout=timeout,
-                       extra_env=hidden_env(task, ws.worktree, verifier), boxed=boxed,
+                       label=label, extra_env=hidden_env(task, ws.worktree, verifier), boxed=boxed,
                        expected=expected, canaries=canaries, canary_out=canary_out)
     if task.grading is not None and task.grading.reward_file is not None:
         reward, _detail = read_reward(verifier, task.grading.reward_file)
@@ -119,6 +123,32 @@ def _signal_results(ws: Workspace, runs: Sequence[tuple[int, Canary | None]],
             for turn, ((i, _c), sig, r) in enumerate(zip(runs, sigs, redacts, strict=True))]
 
 
+def own_command(ws: Workspace, task: Task, redact: Redact, timeout: float, canaries: Derived,
+                boxed: Boxed | None, expected: Sequence[str] | None
+                ) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+    """A task graded by its own command (no reporter tells ids apart): (its real hidden run, per
+    test canary its outcome and its original's). The canary run is one more run of the command
+    with every test canary's file installed over fresh hidden tests; it passes when its reward
+    (or exit code) does, and every test canary then shares its claim, the real run's claim its
+    original's. The two run in the order the key picks (``attest.canary.command_first``); the
+    hidden tests are installed afresh before each, the canary run's output never journaled."""
+    from attest.canary import command_first
+    from ledger.tasks import canaries as tc
+
+    runs: dict[str, dict[str, Any]] = {}
+    for which in (("canary", "real") if command_first(canaries) else ("real", "canary")):
+        install_hidden_tests(ws, task)
+        if which == "canary":
+            tc.install(canaries, task, ws.worktree)
+            runs[which] = _hidden_suite(ws, task, no_filter, timeout, boxed=boxed,
+                                        label="hidden-canary")
+        else:
+            runs[which] = _hidden_suite(ws, task, redact, timeout, boxed=boxed, expected=expected)
+    install_hidden_tests(ws, task)
+    claim = {k: "passed" if r.get("passed") else "failed" for k, r in runs.items()}
+    return runs["real"], {c.key: (claim["canary"], claim["real"]) for c in canaries.tests}
+
+
 def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: float,
                  canaries: Derived | None, boxed: Boxed | None = None,
                  expected: Sequence[str] | None = None) -> None:
@@ -130,7 +160,8 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
     from ledger.tasks import canaries as tc
 
     install_hidden_tests(ws, task)
-    if canaries is not None:
+    own = canaries is not None and task.grading is not None and bool(canaries.tests)
+    if canaries is not None and not own:
         tc.install(canaries, task, ws.worktree)
     claims: dict[int, str] = {}
     mine: list[tuple[Canary, str]] = []
@@ -145,8 +176,12 @@ def grade_hidden(ws: Workspace, task: Task, out: Out, redact: Redact, timeout: f
             mine.append((c, signal_claim(res, sig)))
     seen: dict[str, tuple[str, str]] = {
         c.key: (claim, claims.get(int(c.name.split(":")[1]), "missing")) for c, claim in mine}
-    hidden = _hidden_suite(ws, task, redact, timeout, boxed=boxed, expected=expected,
-                           canaries=canaries, canary_out=seen)
+    if own and canaries is not None:
+        hidden, by_test = own_command(ws, task, redact, timeout, canaries, boxed, expected)
+        seen.update(by_test)
+    else:
+        hidden = _hidden_suite(ws, task, redact, timeout, boxed=boxed, expected=expected,
+                               canaries=canaries, canary_out=seen)
     emit_result(out, "test.result", hidden)
     if canaries is None:
         return

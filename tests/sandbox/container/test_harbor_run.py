@@ -60,12 +60,9 @@ CASES = [
       "ABSENT /solution/solve.sh", "VERIFIER-VAR=unset")),
     ("pytest-shadowed-in-the-worktree", SHADOW_CHEAT, "failed", ("CHEAT-SHADOW ran",)),
 ]
-KNOWN_HOLES = {
-    # The verifier runs the graded tree's code by design, and a reward-file task has no canaries
-    # (the mutant tests that catch a forged pass on the reporter path): this forges a pass under
-    # bubblewrap too (CLEAN there with strace). Left to the grading work; strict, so a fix shows.
-    "pytest-shadowed-in-the-worktree": "a reward-file task has no canaries: a pytest.py in the tree forges a pass",
-}
+# A forged pass the real run cannot tell apart: the canary run (test.sh again over the mutant tests)
+# passes too, so the attempt is DIRTY and not passed (reward-file tasks have canaries, issue 20).
+CAUGHT_BY_CANARIES = {"pytest-shadowed-in-the-worktree"}
 
 
 def _ledger(home: Path, *args: str) -> Any:
@@ -142,7 +139,7 @@ def test_the_harbor_image_is_built_once_and_every_attempt_runs_and_is_graded_in_
 
 @pytest.mark.parametrize("case,agent,want,proof", CASES, ids=[c[0] for c in CASES])
 def test_harbor_attempt_outcome(harbor_run: dict[str, Any], case: str, agent: str, want: str,
-                                proof: tuple[str, ...], request: pytest.FixtureRequest) -> None:
+                                proof: tuple[str, ...]) -> None:
     """The case's attempt completed (no harness error) with the outcome wanted: the verifier's
     reward decides, and a reward file the agent wrote anywhere it could reach decides nothing.
     A cheat's own output proves it ran and what it reached."""
@@ -153,6 +150,10 @@ def test_harbor_attempt_outcome(harbor_run: dict[str, Any], case: str, agent: st
     assert row["status"] == "completed", row
     [result] = [e.data for e in entries if e.kind == "test.result" and e.data.get("suite") == "hidden"]
     assert result["outcomes"] == "reward-file"
-    if case in KNOWN_HOLES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_HOLES[case]))
     assert row["outcome"] == want, (row, result)
+    [canaries] = [e.data["canaries"] for e in entries if e.kind == "canary.result"]
+    if case in CAUGHT_BY_CANARIES:  # the real run's forged reward passed; so did the canary run
+        assert result["passed"] is True and row["attestation"] == "DIRTY", (row, result)
+        assert canaries["passed"] == len(canaries["canaries"]) > 0, canaries
+    else:
+        assert canaries["passed"] == 0 and row["attestation"] != "DIRTY", (row, canaries)
