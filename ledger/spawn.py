@@ -9,11 +9,13 @@ exception a signal handler raises inside one is printed and lost, so a cancelled
 on. Both ``ledger.tasks.checks.run_command`` and the agent runner spawn through here.
 
     wait_exit(proc, timeout)               Popen.wait(timeout) without its 50 ms polling
+    read_available(fd, limit)              what a child's non-blocking pipe holds now, bounded
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -78,4 +80,18 @@ def wait_exit(proc: subprocess.Popen[Any], timeout: float) -> int:
         os.close(fd)
 
 
-__all__ = ["defer_stop", "spawning", "wait_exit"]
+def read_available(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes that the non-blocking ``fd`` holds now (``b""``: empty or closed)."""
+    data = b""
+    while len(data) < limit:
+        try:
+            chunk = os.read(fd, min(1 << 16, limit - len(data)))
+        except OSError:  # BlockingIOError (nothing more now) included
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+__all__ = ["defer_stop", "read_available", "spawning", "wait_exit"]

@@ -46,3 +46,26 @@ def test_a_signal_death_is_the_negative_signal_number() -> None:
     proc = subprocess.Popen(["sleep", "5"])
     proc.kill()
     assert wait_exit(proc, 10) == -9
+
+
+def test_read_available_is_bounded_and_never_blocks() -> None:
+    """A pipe holding more than the limit gives the limit; an empty open pipe gives b"" at once."""
+    import os
+
+    from ledger.spawn import read_available
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    try:
+        assert read_available(r, 100) == b""  # empty, writer open: no wait
+        os.write(w, b"x" * 60_000)  # under a pipe's 64 KiB, so the write itself never blocks
+        assert read_available(r, 50_010) == b"x" * 50_010
+        assert read_available(r, 10) == b"x" * 10
+        os.close(w)
+        w = -1
+        assert read_available(r, 100_000) == b"x" * (60_000 - 50_020)
+        assert read_available(r, 100) == b""  # closed and drained
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)

@@ -41,6 +41,7 @@ from pathlib import Path
 from ledger.errors import UsageError
 from ledger.sandbox.policy import SANDBOX_GID, SANDBOX_UID, SandboxPolicy
 from ledger.sandbox.port import SandboxStatus
+from ledger.spawn import read_available
 
 HOSTNAME = "ledger-sandbox"
 INSTALL_HINT = ("install bubblewrap for isolation (Debian/Ubuntu: apt-get install bubblewrap; "
@@ -116,18 +117,7 @@ class StartStatus:
             self._w = -1
 
     def _records(self) -> bytes:
-        data = b""
-        while len(data) < 1 << 16:
-            try:
-                chunk = os.read(self._r, 1 << 16)
-            except BlockingIOError:
-                break
-            except OSError:
-                break
-            if not chunk:
-                break
-            data += chunk
-        return data
+        return read_available(self._r, 1 << 16)
 
     def failure(self, returncode: int | None, stderr: str) -> str | None:
         """bwrap's message when the sandbox never ran its command (exit 1, no ``exit-code``

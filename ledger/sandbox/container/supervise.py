@@ -28,6 +28,8 @@ import contextlib
 import os
 from collections.abc import Sequence
 
+from ledger.spawn import read_available
+
 SHELL = "/bin/sh"
 _EXIT = "ledger-box exit "
 _NOEXEC = "ledger-box noexec"
@@ -72,16 +74,8 @@ class Status:
 
     def text(self) -> str:
         """What the supervisor (and anything else in the container) wrote so far, bounded."""
-        while self.read_fd >= 0 and len(self._text) < 65536:
-            try:
-                chunk = os.read(self.read_fd, 4096)
-            except BlockingIOError:
-                break
-            except OSError:
-                break
-            if not chunk:
-                break
-            self._text += chunk.decode("utf-8", "replace")
+        if self.read_fd >= 0 and len(self._text) < 65536:
+            self._text += read_available(self.read_fd, 65536 - len(self._text)).decode("utf-8", "replace")
         return self._text
 
     def verdict(self) -> str:
