@@ -107,8 +107,9 @@ def check_vocabulary(items: list[Any]) -> None:
         if e.kind == "attempt.started":
             assert set(e.data) == vocab["attempt.started"]
             assert e.data["archive"] is None  # the local executor runs the task folder in place
-        if e.kind == "agent.finished":
-            assert set(e.data) == vocab["agent.finished"]
+        if e.kind == "agent.finished":  # every field; a partial trace's reason only when known
+            assert vocab["agent.finished"] - set(e.data) <= {"trace_partial_reason"}
+            assert "trace_partial_reason" not in e.data or e.data["trace_partial"] is True
 
 
 # --------------------------------------------------------------------------- tests
