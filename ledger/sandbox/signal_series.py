@@ -46,14 +46,15 @@ _RUNNER = r"""
 import os as _o, struct as _s, sys as _y, json as _j, time as _t, signal as _g
 _R = int(_o.environ.pop("LEDGER_REPORT_FD")); _F = int(_o.environ.pop("LEDGER_FEED_FD"))
 _o.set_inheritable(_R, False); _o.set_inheritable(_F, False)
-try:
+try:  # without both, a child could reach the runner or outlive its run: run nothing (fail closed)
     import ctypes as _c
     _l = _c.CDLL(None, use_errno=True)
-    _l.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no /proc/<runner>/fd or mem for the children
-    _l.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back here
-    del _c, _l
-except Exception:
-    pass
+    if _l.prctl(4, 0, 0, 0, 0) != 0 or _l.prctl(36, 1, 0, 0, 0) != 0:
+        raise OSError(_c.get_errno(), "prctl")  # PR_SET_DUMPABLE 0 (no /proc/<runner>/fd or mem
+    del _c, _l                                   # for the children), PR_SET_CHILD_SUBREAPER
+except Exception as _e:
+    _y.stderr.write("series runner: cannot protect itself: %r\n" % (_e,))
+    _y.exit(70)
 def _send(o):
     b = _j.dumps(o).encode()
     _o.write(_R, _s.pack(">I", len(b)) + b)

@@ -16,8 +16,8 @@ from ledger.tasks.checks import run_command
 _SANDBOX = sandbox_status("auto")
 
 
-def _series(tmp_path: Path, *codes: str, timeout: float = 20.0,
-            backend: str = "none") -> tuple[int, dict[int, Any]]:
+def _series(tmp_path: Path, *codes: str, timeout: float = 20.0, backend: str = "none",
+            extra_env: dict[str, str] | None = None) -> tuple[int, dict[int, Any]]:
     """Run ``codes`` as one series in a grading box of ``backend`` over ``tmp_path``."""
     from ledger.sandbox.port import GradingRequest
     from ledger.sandbox.registry import get
@@ -27,7 +27,8 @@ def _series(tmp_path: Path, *codes: str, timeout: float = 20.0,
         d.mkdir(exist_ok=True)
     box = get(backend).grading_box(GradingRequest(wt, home, scratch))
     series = SignalSeries([Job(k, c, (), timeout) for k, c in enumerate(codes)])
-    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(scratch), "HOME": str(home), **series.env()}
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(scratch), "HOME": str(home), **series.env(),
+           **(extra_env or {})}
     try:
         confined = box.command(series.argv(sys.executable), env, limits=None)
         code, _s, _t = run_command(confined.argv, cwd=wt, env=confined.env,
@@ -123,6 +124,19 @@ def test_killing_the_runner_ends_the_series_unreported(tmp_path: Path) -> None:
     """The run that kills its runner and every run after it are never reported."""
     code, runs = _series(tmp_path, "pass", "import os, signal; os.kill(os.getppid(), 9)", "pass")
     assert sorted(runs) == [0] and code == 128 + 9
+
+
+def test_a_runner_that_cannot_protect_itself_runs_nothing(tmp_path: Path) -> None:
+    """No prctl (here: a ctypes that fails to import): no job runs, not even an honest one."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "ctypes.py").write_text("raise ImportError('no ctypes in this test')\n")
+    marker = tmp_path / "ran"
+    code, runs = _series(tmp_path, f"open({str(marker)!r}, 'w').write('x')",
+                         extra_env={"PYTHONPATH": str(fake)})
+    assert code == 70 and runs == {} and not marker.exists()
+    code, runs = _series(tmp_path, f"open({str(marker)!r}, 'w').write('x')")  # the control
+    assert code == 0 and sorted(runs) == [0] and marker.exists()
 
 
 def test_a_run_over_its_time_is_killed_and_the_next_one_runs(tmp_path: Path) -> None:
